@@ -1,0 +1,1 @@
+"""The application layer: CLI, web service, scheduler, reports and posting to GitHub."""

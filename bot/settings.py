@@ -1,0 +1,80 @@
+"""Service settings: one pydantic-settings class read once at start-up.
+
+Values come from ``PROBEWATCH_*`` environment variables and an optional ``.env``
+file. Nothing here is read at import time; the CLI builds a :class:`Settings`
+when a command starts and hands it down.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+
+from pydantic import Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_HOME = Path("~/.probewatch")
+GITHUB_API_URL = "https://api.github.com"
+
+
+class Environment(StrEnum):
+    development = "development"
+    production = "production"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="PROBEWATCH_", env_file=".env", env_file_encoding="utf-8", extra="ignore"
+    )
+
+    environment: Environment = Environment.development
+    home: Path = Field(
+        default=DEFAULT_HOME, description="Folder for the database, work trees, caches."
+    )
+    database_url: str | None = Field(
+        default=None, description="SQLAlchemy URL; default: a SQLite file in the home folder."
+    )
+    watch_file: Path | None = Field(default=None, description="TOML file listing watched repos.")
+    github_api_url: str = GITHUB_API_URL
+    github_token: SecretStr | None = None
+    github_app_id: int | None = None
+    github_app_private_key: SecretStr | None = None
+    github_app_private_key_path: Path | None = None
+    webhook_secret: SecretStr | None = None
+    admin_token: SecretStr | None = None
+
+    @model_validator(mode="after")
+    def _expand_paths(self) -> Settings:
+        self.home = self.home.expanduser()
+        if self.watch_file is not None:
+            self.watch_file = self.watch_file.expanduser()
+        return self
+
+    @model_validator(mode="after")
+    def _enforce_safe_production(self) -> Settings:
+        if self.environment is not Environment.production:
+            return self
+        if self.database_url is None or self.database_url.startswith("sqlite"):
+            raise ValueError(
+                "PROBEWATCH_DATABASE_URL must name a PostgreSQL database in production "
+                "(SQLite is for one process on one machine)"
+            )
+        if self.admin_token is None:
+            raise ValueError("PROBEWATCH_ADMIN_TOKEN must be set in production")
+        return self
+
+    @property
+    def resolved_database_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{self.home / 'probewatch.db'}"
+
+    @property
+    def has_github_app(self) -> bool:
+        key = self.github_app_private_key or self.github_app_private_key_path
+        return self.github_app_id is not None and key is not None
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Read settings from the environment (and ``.env``), with explicit overrides on top."""
+    return Settings(**overrides)  # type: ignore[arg-type]

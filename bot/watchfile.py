@@ -1,0 +1,155 @@
+"""The watch file: which repositories probewatch watches, and how each one is judged.
+
+A TOML file with an optional ``[defaults]`` table and one ``[[repo]]`` table per
+watched repository. Every key is checked; a bad file fails with the file, the
+key and the reason (``WatchFileError``), never with a traceback.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+# Test file = under a tests/ or test/ folder at any depth, or test_*.py / *_test.py.
+DEFAULT_TEST_GLOBS = ["**/tests/**", "**/test/**", "**/test_*.py", "**/*_test.py"]
+DEFAULT_SIZE_THRESHOLD = 1000
+REPO_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+$"
+
+
+class WatchFileError(ValueError):
+    """A watch file that cannot be used; the message names the file, the key and the reason."""
+
+    def __init__(self, path: Path | str, key: str, reason: str) -> None:
+        self.path, self.key, self.reason = Path(path), key, reason
+        super().__init__(f"watch file {path}: {key}: {reason}")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TestConventions(_Strict):
+    """How a repository lays out and marks its tests."""
+
+    globs: list[str] = Field(default_factory=lambda: list(DEFAULT_TEST_GLOBS), min_length=1)
+    cpu_globs: list[str] = Field(default_factory=list, description="Test files that run on CPU.")
+    cpu_marker: str | None = Field(default=None, description="pytest marker of CPU-only tests.")
+    gpu_paths: list[str] = Field(default_factory=list, description="Test paths that need GPUs.")
+    default_gpus: int = Field(default=0, ge=0, description="GPUs a test needs unless marked.")
+
+
+class AutoAccept(_Strict):
+    """Accept candidates without a curator when they are this core."""
+
+    min_core_share: float = Field(ge=0.0, le=1.0)
+
+
+class WatchedRepo(_Strict):
+    name: str = Field(pattern=REPO_NAME_PATTERN, description="owner/name on GitHub")
+    default_branch: str = "main"
+    git: Path | None = Field(default=None, description="Local clone or mirror for backfill.")
+    size_threshold: int = Field(default=DEFAULT_SIZE_THRESHOLD, ge=1)
+    exclude_globs: list[str] = Field(default_factory=list, description="Not counted as changed.")
+    core_paths: list[str] = Field(default_factory=list)
+    runner_labels: list[str] = Field(default_factory=lambda: ["self-hosted", "linux"])
+    dry_run: bool = Field(default=True, description="Never post to the repo unless false.")
+    poll_interval_minutes: int = Field(default=60, ge=1)
+    auto_accept: AutoAccept | None = None
+    setup_commands: list[str] = Field(default_factory=list)
+    tests: TestConventions = Field(default_factory=TestConventions)
+
+    @field_validator("git")
+    @classmethod
+    def _expand(cls, value: Path | None) -> Path | None:
+        return value.expanduser() if value is not None else None
+
+    @property
+    def slug(self) -> str:
+        """``owner__name``, the prefix of SWE-bench instance ids."""
+        return self.name.replace("/", "__")
+
+
+class WatchFile(_Strict):
+    path: Path | None = None
+    repos: list[WatchedRepo] = Field(default_factory=list)
+
+    def get(self, name: str) -> WatchedRepo:
+        for repo in self.repos:
+            if repo.name.lower() == name.lower():
+                return repo
+        raise KeyError(name)
+
+    def find(self, name: str) -> WatchedRepo | None:
+        try:
+            return self.get(name)
+        except KeyError:
+            return None
+
+
+def load_watch_file(path: Path | str) -> WatchFile:
+    """Parse and check a watch file; relative ``git`` paths are taken from the file's folder."""
+    path = Path(path).expanduser()
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise WatchFileError(path, "(file)", "no such file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise WatchFileError(path, "(syntax)", str(exc)) from None
+    return parse_watch_data(raw, path=path)
+
+
+def parse_watch_data(raw: dict[str, Any], *, path: Path) -> WatchFile:
+    unknown = sorted(set(raw) - {"defaults", "repo"})
+    if unknown:
+        raise WatchFileError(
+            path, unknown[0], "unknown top-level key (expected [defaults], [[repo]])"
+        )
+    defaults = raw.get("defaults", {})
+    entries = raw.get("repo", [])
+    if not isinstance(defaults, dict):
+        raise WatchFileError(path, "defaults", "must be a table")
+    if not isinstance(entries, list):
+        raise WatchFileError(path, "repo", "must be an array of tables ([[repo]])")
+    repos = [_parse_repo(path, index, defaults, entry) for index, entry in enumerate(entries)]
+    _check_unique(path, repos)
+    return WatchFile(path=path, repos=repos)
+
+
+def _parse_repo(path: Path, index: int, defaults: dict[str, Any], entry: Any) -> WatchedRepo:
+    label = f"repo[{index}]"
+    if not isinstance(entry, dict):
+        raise WatchFileError(path, label, "must be a table")
+    if "name" in entry:
+        label = f'repo[{index}] ("{entry["name"]}")'
+    merged = _merge(defaults, entry)
+    if merged.get("git") is not None and not Path(str(merged["git"])).expanduser().is_absolute():
+        merged["git"] = str(path.parent / str(merged["git"]))
+    try:
+        return WatchedRepo.model_validate(merged)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        key = ".".join(str(part) for part in error["loc"]) or "(entry)"
+        raise WatchFileError(path, f"{label}.{key}", error["msg"]) from None
+
+
+def _merge(defaults: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
+    merged = {**defaults, **entry}
+    if isinstance(defaults.get("tests"), dict) and isinstance(entry.get("tests"), dict):
+        merged["tests"] = {**defaults["tests"], **entry["tests"]}
+    return merged
+
+
+def _check_unique(path: Path, repos: list[WatchedRepo]) -> None:
+    seen: set[str] = set()
+    for index, repo in enumerate(repos):
+        if repo.name.lower() in seen:
+            raise WatchFileError(path, f"repo[{index}].name", f"{repo.name} is listed twice")
+        seen.add(repo.name.lower())
+
+
+def example_watch_file() -> Path:
+    """The shipped example that configures Megatron-LM, verl and vLLM."""
+    return Path(__file__).with_name("watch.example.toml")

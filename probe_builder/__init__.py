@@ -1,0 +1,1 @@
+"""Turn an accepted candidate PR into a task: patch split, promises, contract, controls, probes."""

@@ -1,0 +1,1 @@
+"""Work trees, shared environments, pytest runs and fault classification, on a backend."""

@@ -1,0 +1,1 @@
+"""The registry of repos, candidates, tasks, probes, runs, submissions and scores (SQLModel)."""
