@@ -1,0 +1,100 @@
+"""Engines, sessions and schema migrations.
+
+SQLite (a file in the home folder) is the embedded default; any SQLAlchemy URL
+for PostgreSQL works too. The schema is owned by Alembic: ``upgrade`` brings a
+database to the head revision, and ``check_schema`` refuses a database that is
+behind, naming the command that fixes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import event
+from sqlalchemy.engine import Engine, make_url
+from sqlmodel import Session, create_engine
+
+MIGRATIONS = Path(__file__).with_name("migrations")
+UPGRADE_COMMAND = "probewatch db upgrade"
+
+
+class SchemaOutOfDate(RuntimeError):
+    """The database schema is not at the revision this code expects."""
+
+
+def make_engine(url: str, **kwargs: Any) -> Engine:
+    """An engine for ``url``; SQLite gets its parent folder, foreign keys and WAL."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite":
+        return create_engine(url, pool_pre_ping=True, **kwargs)
+    if parsed.database and parsed.database != ":memory:":
+        Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(url, connect_args={"timeout": 30}, **kwargs)
+    event.listen(engine, "connect", _sqlite_pragmas)
+    return engine
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.close()
+
+
+@contextmanager
+def session_scope(engine: Engine) -> Iterator[Session]:
+    """A session that commits on success and rolls back on any error."""
+    with Session(engine, expire_on_commit=False) as session:
+        try:
+            yield session
+            session.commit()
+        except BaseException:
+            session.rollback()
+            raise
+
+
+def _alembic_config() -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    return config
+
+
+def head_revision() -> str:
+    head = ScriptDirectory.from_config(_alembic_config()).get_current_head()
+    assert head is not None, "the migrations folder has no revisions"
+    return head
+
+
+def current_revision(engine: Engine) -> str | None:
+    with engine.connect() as connection:
+        return MigrationContext.configure(connection).get_current_revision()
+
+
+def upgrade(engine: Engine, revision: str = "head") -> tuple[str | None, str | None]:
+    """Migrate to ``revision``; returns (before, after). A database at head is left alone."""
+    before = current_revision(engine)
+    config = _alembic_config()
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, revision)
+    return before, current_revision(engine)
+
+
+def check_schema(engine: Engine) -> str:
+    """Return the current revision, or raise ``SchemaOutOfDate`` naming the fix."""
+    current, head = current_revision(engine), head_revision()
+    if current == head:
+        return current
+    where = engine.url.render_as_string(hide_password=True)
+    found = "no schema" if current is None else f"schema revision {current}"
+    raise SchemaOutOfDate(
+        f"database {where} has {found}, this probewatch needs {head}: run `{UPGRADE_COMMAND}`"
+    )

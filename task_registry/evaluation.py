@@ -1,0 +1,100 @@
+"""Models, agents, submissions and scores."""
+
+from __future__ import annotations
+
+from sqlmodel import Session, col, select
+
+from task_registry.errors import AlreadyExists, NotFound
+from task_registry.models import (
+    Agent,
+    AgentCreate,
+    Model,
+    ModelCreate,
+    Score,
+    ScoreCreate,
+    Submission,
+    SubmissionCreate,
+)
+from task_registry.types import SubmissionStatus, utcnow
+
+
+def register_model(*, session: Session, model_in: ModelCreate) -> Model:
+    existing = session.exec(select(Model).where(Model.name == model_in.name)).first()
+    if existing is not None:
+        if existing.knowledge_cutoff != model_in.knowledge_cutoff:
+            raise AlreadyExists("model", f"{model_in.name} (cutoff {existing.knowledge_cutoff})")
+        return existing
+    model = Model.model_validate(model_in)
+    session.add(model)
+    session.flush()
+    return model
+
+
+def register_agent(*, session: Session, agent_in: AgentCreate) -> Agent:
+    existing = find_agent(session=session, name=agent_in.name)
+    if existing is not None:
+        existing.sqlmodel_update(agent_in.model_dump())
+        agent = existing
+    else:
+        agent = Agent.model_validate(agent_in)
+    session.add(agent)
+    session.flush()
+    return agent
+
+
+def find_agent(*, session: Session, name: str) -> Agent | None:
+    return session.exec(select(Agent).where(Agent.name == name)).first()
+
+
+def get_agent(*, session: Session, name: str) -> Agent:
+    agent = find_agent(session=session, name=name)
+    if agent is None:
+        raise NotFound("agent", name)
+    return agent
+
+
+def get_or_create_submission(*, session: Session, submission_in: SubmissionCreate) -> Submission:
+    """One submission per (agent, task, run label): a rerun finds the earlier one."""
+    query = select(Submission).where(
+        Submission.agent_id == submission_in.agent_id,
+        Submission.task_id == submission_in.task_id,
+        Submission.run_label == submission_in.run_label,
+    )
+    existing = session.exec(query).first()
+    if existing is not None:
+        return existing
+    submission = Submission.model_validate(submission_in)
+    session.add(submission)
+    session.flush()
+    return submission
+
+
+def set_submission_status(
+    *, session: Session, submission: Submission, status: SubmissionStatus
+) -> Submission:
+    submission.status = status
+    if status is SubmissionStatus.graded:
+        submission.graded_at = utcnow()
+    session.add(submission)
+    session.flush()
+    return submission
+
+
+def record_score(*, session: Session, score_in: ScoreCreate) -> Score:
+    """Store a score; grading the same submission and suite again replaces it."""
+    query = select(Score).where(
+        Score.submission_id == score_in.submission_id, Score.suite == score_in.suite
+    )
+    score = session.exec(query).first()
+    if score is None:
+        score = Score.model_validate(score_in)
+    else:
+        score.sqlmodel_update(score_in.model_dump())
+    session.add(score)
+    session.flush()
+    return score
+
+
+def list_scores(*, session: Session, submission_id: int) -> list[Score]:
+    query = select(Score).where(Score.submission_id == submission_id).order_by(col(Score.suite))
+    return list(session.exec(query))
