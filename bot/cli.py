@@ -1,0 +1,226 @@
+"""The ``probewatch`` command line: a Typer app built from one sub-app per stage.
+
+Heavy modules (SQLAlchemy, FastAPI, PyGithub, torch) are imported inside the
+commands, so ``probewatch --help`` answers at once. Domain errors become one
+line on stderr and exit code 1; usage errors exit 2.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from bot.context import AppContext
+from bot.settings import Settings
+
+app = typer.Typer(
+    name="probewatch",
+    help="Probe-checked benchmark tasks and PR coverage reports from merged large PRs.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+db_app = typer.Typer(help="Create and migrate the registry schema.", no_args_is_help=True)
+config_app = typer.Typer(help="Check settings and the watch file.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+app.add_typer(config_app, name="config")
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def _context(ctx: typer.Context) -> AppContext:
+    obj = ctx.find_root().obj
+    assert isinstance(obj, AppContext)
+    return obj
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    home: Annotated[Path | None, typer.Option(help="Home folder (PROBEWATCH_HOME).")] = None,
+    database_url: Annotated[
+        str | None, typer.Option(help="SQLAlchemy URL (PROBEWATCH_DATABASE_URL).")
+    ] = None,
+    watch_file: Annotated[
+        Path | None, typer.Option(help="Watch file (PROBEWATCH_WATCH_FILE).")
+    ] = None,
+) -> None:
+    overrides = {"home": home, "database_url": database_url, "watch_file": watch_file}
+    ctx.obj = AppContext(Settings(**{k: v for k, v in overrides.items() if v is not None}))
+
+
+# --- db ------------------------------------------------------------------------------
+
+
+@db_app.command("upgrade")
+def db_upgrade(ctx: typer.Context) -> None:
+    """Create the schema, or migrate it to this version's head. A second run does nothing."""
+    from task_registry.db import upgrade
+
+    engine = _context(ctx).engine
+    before, after = upgrade(engine)
+    where = engine.url.render_as_string(hide_password=True)
+    if before == after:
+        console.print(f"{where}: already at {after}, nothing to do")
+    else:
+        console.print(f"{where}: upgraded {before or 'empty database'} → {after}")
+
+
+@db_app.command("current")
+def db_current(ctx: typer.Context) -> None:
+    """Print the schema revision of the database and the one this code expects."""
+    from task_registry.db import current_revision, head_revision
+
+    current = current_revision(_context(ctx).engine)
+    console.print(f"database: {current or 'no schema'}  code: {head_revision()}")
+
+
+# --- config --------------------------------------------------------------------------
+
+
+@config_app.command("check")
+def config_check(
+    ctx: typer.Context,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
+) -> None:
+    """Read the settings and the watch file, and list the watched repositories."""
+    context = _context(ctx)
+    watch = context.watch_file()
+    if as_json:
+        rows = [repo.model_dump(mode="json") for repo in watch.repos]
+        typer.echo(json.dumps({"watch_file": str(watch.path), "repos": rows}, indent=2))
+        return
+    table = Table("repo", "threshold", "core paths", "tests", "runner labels", "dry run")
+    for repo in watch.repos:
+        tests = ", ".join([*repo.tests.cpu_globs, repo.tests.cpu_marker or ""]).strip(", ")
+        table.add_row(
+            repo.name,
+            str(repo.size_threshold),
+            ", ".join(repo.core_paths),
+            tests or f"{repo.tests.default_gpus} GPU(s)",
+            ", ".join(repo.runner_labels),
+            "yes" if repo.dry_run else "no",
+        )
+    console.print(f"watch file: {watch.path or '(none: set PROBEWATCH_WATCH_FILE)'}")
+    console.print(table)
+    console.print(f"database: {context.settings.resolved_database_url}")
+
+
+# --- export / import -----------------------------------------------------------------
+
+
+@app.command("export")
+def export(
+    ctx: typer.Context,
+    path: Annotated[Path, typer.Argument(help="JSONL file to write.")],
+    fmt: Annotated[str, typer.Option("--format", help="Only swebench for now.")] = "swebench",
+    status: Annotated[
+        list[str] | None, typer.Option(help="Only tasks in this status (repeatable).")
+    ] = None,
+    include_hidden: Annotated[
+        bool, typer.Option(help="Also write probe code, adversarial and hollow patches.")
+    ] = False,
+) -> None:
+    """Write tasks as SWE-bench-compatible JSONL."""
+    from task_registry.swebench import export_rows, write_jsonl
+    from task_registry.types import TaskStatus
+
+    if fmt != "swebench":
+        raise typer.BadParameter(f"unknown format {fmt!r} (known: swebench)", param_hint="--format")
+    statuses = [_task_status(s) for s in status or []] or [s for s in TaskStatus if s != "retired"]
+    with _context(ctx).session() as session:
+        rows = export_rows(session=session, statuses=statuses, include_hidden=include_hidden)
+        count = write_jsonl(rows, path)
+    console.print(f"wrote {count} task(s) to {path}")
+
+
+def _task_status(value: str) -> str:
+    from task_registry.types import TaskStatus
+
+    try:
+        return TaskStatus(value)
+    except ValueError:
+        known = ", ".join(TaskStatus)
+        raise typer.BadParameter(f"{value!r} (known: {known})", param_hint="--status") from None
+
+
+@app.command("import")
+def import_(
+    ctx: typer.Context,
+    path: Annotated[Path, typer.Argument(help="SWE-bench JSONL file to read.")],
+    skip_existing: Annotated[bool, typer.Option(help="Keep tasks already stored.")] = False,
+    replace: Annotated[bool, typer.Option(help="Replace tasks already stored.")] = False,
+) -> None:
+    """Read SWE-bench JSONL; every line is checked before anything is stored."""
+    from task_registry.swebench import OnConflict, import_jsonl
+
+    if skip_existing and replace:
+        raise typer.BadParameter("choose one of --skip-existing and --replace")
+    mode = OnConflict.skip if skip_existing else OnConflict.replace if replace else OnConflict.fail
+    with _context(ctx).session() as session:
+        report = import_jsonl(session=session, path=path, on_conflict=mode)
+    console.print(
+        f"{path}: {len(report.created)} created, {len(report.replaced)} replaced, "
+        f"{len(report.skipped)} skipped"
+    )
+
+
+# --- serve ---------------------------------------------------------------------------
+
+
+@app.command("serve")
+def serve(
+    ctx: typer.Context,
+    host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to bind.")] = 8080,
+) -> None:
+    """Run the web service (health endpoint; the API grows with the bot)."""
+    import uvicorn
+
+    from bot.app import create_app
+
+    context = _context(ctx)
+    context.checked_engine()
+    uvicorn.run(create_app(context), host=host, port=port, log_level="info")
+
+
+# --- entry point ---------------------------------------------------------------------
+
+
+def main() -> None:
+    """Console-script entry: turn domain errors into one line and exit code 1."""
+    try:
+        app()
+    except Exception as exc:  # the edge: every known domain error becomes a message
+        if not _is_domain_error(exc):
+            raise
+        err_console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        sys.exit(1)
+
+
+def _is_domain_error(exc: Exception) -> bool:
+    from pydantic import ValidationError
+
+    from bot.watchfile import WatchFileError
+
+    known: tuple[type[Exception], ...] = (ValidationError, WatchFileError)
+    if "task_registry" in sys.modules:
+        from task_registry.db import SchemaOutOfDate
+        from task_registry.errors import RegistryError
+
+        known += (SchemaOutOfDate, RegistryError)
+    if "sqlalchemy" in sys.modules:
+        from sqlalchemy.exc import OperationalError
+
+        known += (OperationalError,)
+    return isinstance(exc, known)
+
+
+if __name__ == "__main__":
+    main()
