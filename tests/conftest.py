@@ -23,7 +23,7 @@ from task_registry.db import make_engine, upgrade
 PG_ENV = "PROBEWATCH_TEST_DATABASE_URL"
 BACKENDS = ["sqlite", "postgresql"]
 
-# pytest_plugins = ["tests.github_emulator.fixtures"]
+pytest_plugins = ["tests.github_emulator.fixtures"]
 
 
 def _pg_url_with_schema(base: str, schema: str) -> str:
