@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -18,6 +18,9 @@ from rich.table import Table
 
 from bot.context import AppContext
 from bot.settings import Settings
+
+if TYPE_CHECKING:
+    from task_registry.types import TaskStatus
 
 app = typer.Typer(
     name="probewatch",
@@ -52,7 +55,8 @@ def root(
     ] = None,
 ) -> None:
     overrides = {"home": home, "database_url": database_url, "watch_file": watch_file}
-    ctx.obj = AppContext(Settings(**{k: v for k, v in overrides.items() if v is not None}))
+    given = {k: v for k, v in overrides.items() if v is not None}
+    ctx.obj = AppContext(Settings(**given))  # type: ignore[arg-type]
 
 
 # --- db ------------------------------------------------------------------------------
@@ -133,14 +137,16 @@ def export(
 
     if fmt != "swebench":
         raise typer.BadParameter(f"unknown format {fmt!r} (known: swebench)", param_hint="--format")
-    statuses = [_task_status(s) for s in status or []] or [s for s in TaskStatus if s != "retired"]
+    statuses = [_task_status(s) for s in status or []] or [
+        s for s in TaskStatus if s is not TaskStatus.retired
+    ]
     with _context(ctx).session() as session:
         rows = export_rows(session=session, statuses=statuses, include_hidden=include_hidden)
         count = write_jsonl(rows, path)
     console.print(f"wrote {count} task(s) to {path}")
 
 
-def _task_status(value: str) -> str:
+def _task_status(value: str) -> TaskStatus:
     from task_registry.types import TaskStatus
 
     try:
@@ -162,7 +168,9 @@ def import_(
 
     if skip_existing and replace:
         raise typer.BadParameter("choose one of --skip-existing and --replace")
-    mode = OnConflict.skip if skip_existing else OnConflict.replace if replace else OnConflict.fail
+    mode = OnConflict.fail
+    if skip_existing or replace:
+        mode = OnConflict.skip if skip_existing else OnConflict.replace_existing
     with _context(ctx).session() as session:
         report = import_jsonl(session=session, path=path, on_conflict=mode)
     console.print(

@@ -77,7 +77,7 @@ class ImportError_(RegistryError):
 class OnConflict(StrEnum):
     fail = "fail"
     skip = "skip"
-    replace = "replace"
+    replace_existing = "replace"  # not "replace": that would shadow str.replace
 
 
 @dataclass
@@ -351,7 +351,7 @@ def _store(session: Session, item: _Parsed) -> None:
         ).id
         for index, promise in enumerate(item.promises)
     ]
-    probe_ids: dict[str, int | None] = {}
+    probe_ids: dict[str, int] = {}
     for probe in item.probes:
         index = probe.get("promise_index")
         created = add_probe(
@@ -366,6 +366,7 @@ def _store(session: Session, item: _Parsed) -> None:
             ),
         )
         created.status = ProbeStatus(probe.get("status", ProbeStatus.proposed))
+        assert created.id is not None
         probe_ids[created.path] = created.id
     for adversarial in item.adversarials:
         fields = {
@@ -387,8 +388,8 @@ def _delete_for_replace(session: Session, task: Task, path: Path, line_no: int) 
             raise ImportError_(
                 path, line_no, f"task {task.instance_id} has {what}; retire it instead of replacing"
             )
-    for model in (AdversarialPatch, Probe, Promise):
-        for row in session.exec(select(model).where(model.task_id == task.id)):
+    for child in (AdversarialPatch, Probe, Promise):
+        for row in session.exec(select(child).where(child.task_id == task.id)):
             session.delete(row)
     session.flush()
     session.delete(task)

@@ -1,0 +1,179 @@
+"""The typed border of ``runners``: what a caller asks for and what a run returns.
+
+Every judgement probewatch makes (probe acceptance, mutant survival, agent
+scores) is a :class:`RunRequest` turned into a :class:`RunResult` by a
+:class:`Backend`. ``runners`` knows nothing of the registry: callers map these
+records to and from their own tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+PROBE_GPU_MARKER = "probe_gpu"  # ``@pytest.mark.probe_gpu(n)``: the probe needs n GPUs
+
+
+class Outcome(StrEnum):
+    """How a whole run ended."""
+
+    completed = "completed"  # pytest ran; per-test outcomes say the rest
+    unappliable = "unappliable"  # a patch did not apply (git's reason in detail)
+    refused = "refused"  # a patch was refused before touching disk (unsafe path, test edit)
+    timeout = "timeout"  # the run's time limit killed the process group
+    fault = "fault"  # a system fault: not the candidate's doing
+    unschedulable = "unschedulable"  # no runner offers the hardware the run needs
+
+
+class TestStatus(StrEnum):
+    __test__ = False  # not a pytest class, despite the name
+    passed = "passed"
+    failed = "failed"
+    error = "error"
+    skipped = "skipped"
+    xfailed = "xfailed"
+    xpassed = "xpassed"
+    timeout = "timeout"
+
+
+class FaultKind(StrEnum):
+    """System faults: excluded from scores, counted, retried a bounded number of times."""
+
+    environment_build = "environment_build"
+    missing_asset = "missing_asset"
+    runner_lost = "runner_lost"
+    harness_oom = "harness_oom"
+    docker = "docker"
+    harness_timeout = "harness_timeout"
+    gpus_absent = "gpus_absent"
+    disk_full = "disk_full"
+    network = "network"
+    internal = "internal"
+
+
+@dataclass(frozen=True)
+class PatchSpec:
+    """One patch to apply on top of the base commit, in order."""
+
+    name: str  # e.g. "golden", "hollow", "adversarial-3", "submission"
+    diff: str
+    allow_binary: bool = False
+    forbid_test_changes: bool = False  # agent submissions may not touch tests
+    test_globs: tuple[str, ...] = ()  # what is a test file; empty: patches.DEFAULT_TEST_GLOBS
+
+
+@dataclass(frozen=True)
+class TestOverlay:
+    """Grading-time test files: never present in a tree an agent sees.
+
+    ``replace_dirs`` are removed from the work tree and ``files`` written in
+    their place (the post-change tests); ``probes`` are added as well.
+    """
+
+    __test__ = False
+    replace_dirs: tuple[str, ...] = ()
+    files: Mapping[str, str] = field(default_factory=dict)
+    probes: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class EnvironmentRef:
+    """A built, read-only shared environment (one per lock hash)."""
+
+    lock_hash: str
+    root: Path  # the virtual environment folder
+    python: Path  # root / "bin" / "python"
+    env: Mapping[str, str] = field(default_factory=dict)  # HF_HOME, HF_HUB_OFFLINE=1, ...
+
+
+@dataclass(frozen=True)
+class Hardware:
+    gpus: int = 0
+    gpu_type: str | None = None
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    repo: Path  # local clone or bare mirror holding base_commit
+    base_commit: str
+    patches: tuple[PatchSpec, ...] = ()
+    overlay: TestOverlay | None = None
+    tests: tuple[str, ...] = ()  # files or node ids; empty = the overlay's tests and probes
+    environment: EnvironmentRef | None = None  # None: the current interpreter
+    setup_commands: tuple[str, ...] = ()  # run in the work tree, not the environment
+    hardware: Hardware = field(default_factory=Hardware)
+    timeout_per_test_s: float | None = 300.0
+    timeout_run_s: float = 3600.0
+    env: Mapping[str, str] = field(default_factory=dict)
+    label: str = ""  # free text for logs: "golden#2", "adversarial-7"
+    full_suite: bool = False  # run the whole suite (plus probes) instead of the selection
+
+
+@dataclass(frozen=True)
+class TestCaseResult:
+    __test__ = False
+    node_id: str
+    status: TestStatus
+    duration_s: float = 0.0
+    message: str | None = None  # skip reason, failure summary
+    is_probe: bool = False
+
+
+@dataclass(frozen=True)
+class Resources:
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+    peak_rss_bytes: int = 0
+    gpu_peak_bytes: int | None = None
+    gpu_names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Fault:
+    kind: FaultKind
+    detail: str
+    retryable: bool = True
+
+
+@dataclass(frozen=True)
+class RunResult:
+    outcome: Outcome
+    tests: tuple[TestCaseResult, ...] = ()
+    resources: Resources = field(default_factory=Resources)
+    fault: Fault | None = None
+    detail: str = ""  # git's reason for unappliable, the refusal reason, the timeout
+    log: str = ""  # tail of pytest's output
+    attempts: int = 1
+
+    @property
+    def collected(self) -> frozenset[str]:
+        return frozenset(t.node_id for t in self.tests)
+
+    @property
+    def passed(self) -> frozenset[str]:
+        return frozenset(t.node_id for t in self.tests if t.status is TestStatus.passed)
+
+    def status_of(self, node_id: str) -> TestStatus | None:
+        return next((t.status for t in self.tests if t.node_id == node_id), None)
+
+
+@dataclass(frozen=True)
+class Capacity:
+    cpu_slots: int
+    gpus: int
+    gpu_type: str | None = None
+    labels: tuple[str, ...] = ()
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """Somewhere test runs happen: this host, a Docker engine, a self-hosted Actions runner."""
+
+    name: str
+
+    def capacity(self) -> Capacity: ...
+
+    def run(self, request: RunRequest) -> RunResult: ...
