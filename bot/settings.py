@@ -42,6 +42,13 @@ class Settings(BaseSettings):
     github_app_private_key_path: Path | None = None
     webhook_secret: SecretStr | None = None
     admin_token: SecretStr | None = None
+    author: str = Field(default="mechanical", description="Who proposes adversarials and probes.")
+    openai_base_url: str | None = Field(
+        default=None, description="OpenAI-compatible endpoint (a local vLLM server works)."
+    )
+    openai_model: str | None = None
+    openai_api_key: SecretStr | None = None
+    openai_timeout_s: float = 120.0
 
     @model_validator(mode="after")
     def _expand_paths(self) -> Settings:
@@ -68,6 +75,15 @@ class Settings(BaseSettings):
         if self.database_url:
             return self.database_url
         return f"sqlite:///{self.home / 'probewatch.db'}"
+
+    @model_validator(mode="after")
+    def _author_needs_an_endpoint(self) -> Settings:
+        if self.author == "openai" and not (self.openai_base_url and self.openai_model):
+            raise ValueError(
+                "PROBEWATCH_AUTHOR=openai needs PROBEWATCH_OPENAI_BASE_URL "
+                "and PROBEWATCH_OPENAI_MODEL"
+            )
+        return self
 
     @property
     def has_github_app(self) -> bool:

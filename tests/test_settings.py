@@ -60,3 +60,13 @@ def test_production_accepts_postgres_and_a_token() -> None:
         environment="production", database_url="postgresql+psycopg://u@h/db", admin_token="x"
     )
     assert settings.environment is Environment.production
+
+
+def test_the_openai_author_needs_an_endpoint_and_a_model() -> None:
+    assert Settings().author == "mechanical"
+    with pytest.raises(ValidationError, match="OPENAI_BASE_URL"):
+        Settings(author="openai")
+    settings = Settings(
+        author="openai", openai_base_url="http://127.0.0.1:8000/v1", openai_model="m"
+    )
+    assert settings.openai_model == "m"
