@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 from bot.app import create_app
 from bot.context import AppContext
 from bot.settings import Settings
-from task_registry.db import make_engine, upgrade
+from task_registry.db import head_revision, make_engine, upgrade
 
 DATA = Path(__file__).parent / "data"
 
@@ -48,8 +48,8 @@ def test_db_upgrade_creates_then_does_nothing(tmp_path: Path) -> None:
     first = probewatch(tmp_path, "db", "upgrade")
     second = probewatch(tmp_path, "db", "upgrade")
     assert first.returncode == 0, first.stderr
-    assert "upgraded empty database → 0001" in first.stdout
-    assert "already at 0001, nothing to do" in second.stdout
+    assert f"upgraded empty database → {head_revision()}" in first.stdout
+    assert f"already at {head_revision()}, nothing to do" in second.stdout
     assert (tmp_path / "probewatch.db").exists()
 
 
@@ -112,4 +112,4 @@ def test_healthz_answers_503_until_the_schema_is_current(tmp_path: Path) -> None
     upgrade(make_engine(context.settings.resolved_database_url))
     response = client.get("/healthz")
     assert response.status_code == 200
-    assert response.json() == {"status": "ok", "schema": "0001"}
+    assert response.json() == {"status": "ok", "schema": head_revision()}

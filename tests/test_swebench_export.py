@@ -181,7 +181,11 @@ def test_existing_tasks_fail_skip_or_replace(sqlite_engine: Engine) -> None:
         )
     with session_scope(sqlite_engine) as session:
         assert (
-            len(import_jsonl(session=session, path=source, on_conflict=OnConflict.replace_existing).replaced)
+            len(
+                import_jsonl(
+                    session=session, path=source, on_conflict=OnConflict.replace_existing
+                ).replaced
+            )
             == 3
         )
     with session_scope(sqlite_engine) as session:
