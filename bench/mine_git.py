@@ -1,0 +1,173 @@
+"""Benchmark: the git miner over a window against raw ``git log --first-parent --numstat``.
+
+Run on any clone or mirror (never commit what it reads)::
+
+    python bench/mine_git.py PATH --since 2025-01-01 --until 2026-10-01 --core-path verl/
+
+It times, best of ``--repeat`` after one warm-up pass, in one run:
+
+* ``git log``: the raw ``git log --first-parent --numstat`` over the window, output drained;
+* ``scan + judge``: the miner proper (one numstat pass, history, filters, reverts, ranking);
+* ``mine, first run``: ``pr_miner.mining.mine`` into a fresh SQLite registry (stores every PR);
+* ``mine, again``: the same window once more (stores nothing that did not change);
+
+and prints wall and CPU seconds (git's own CPU included) with the ratio to ``git log``.
+The goal for the miner is at most 1.5 times ``git log``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pr_miner.config import MiningConfig
+from pr_miner.git_source import GitSource
+from pr_miner.judge import judge
+from pr_miner.mining import mine
+from pr_miner.reverts import RevertIndex
+from pr_miner.source import ScanRequest
+from task_registry.db import make_engine, upgrade
+
+GOAL = 1.5
+
+
+@dataclass(frozen=True)
+class Timing:
+    wall: float
+    cpu: float
+
+
+def _cpu() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def best_of(
+    repeat: int, action: Callable[[], object], setup: Callable[[], None] | None = None
+) -> Timing:
+    timings = []
+    for _ in range(repeat):
+        if setup is not None:
+            setup()
+        wall, cpu = time.perf_counter(), _cpu()
+        action()
+        timings.append(Timing(time.perf_counter() - wall, _cpu() - cpu))
+    return min(timings, key=lambda t: t.wall)
+
+
+def raw_git_log(path: Path, branch: str, since: datetime, until: datetime) -> None:
+    command = [
+        "git",
+        "-C",
+        str(path),
+        "log",
+        "--first-parent",
+        "--numstat",
+        f"--since=@{int(since.timestamp())}",
+        f"--until=@{int(until.timestamp()) - 1}",
+        branch,
+    ]
+    with subprocess.Popen(command, stdout=subprocess.PIPE) as process:
+        assert process.stdout is not None
+        while process.stdout.read(1 << 16):
+            pass
+    if process.returncode != 0:
+        raise SystemExit(f"git log failed in {path}")
+
+
+def scan_and_judge(
+    path: Path, branch: str, config: MiningConfig, since: datetime, until: datetime
+) -> int:
+    source = GitSource(path, branch)
+    scan = source.scan(ScanRequest(since, until, None))
+    reverts = RevertIndex(scan.history)
+    judged = [judge(pr, source.files(pr), config, reverts) for pr in scan.prs]
+    return sum(item.verdict.passed for item in judged)
+
+
+class Registry:
+    """A throw-away SQLite registry; ``reset`` starts the next first run from empty."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder, self.count = folder, 0
+        self.engine = self._fresh()
+
+    def _fresh(self):  # type: ignore[no-untyped-def]
+        self.count += 1
+        engine = make_engine(f"sqlite:///{self.folder / f'bench{self.count}.db'}")
+        upgrade(engine)
+        return engine
+
+    def reset(self) -> None:
+        self.engine.dispose()
+        self.engine = self._fresh()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("path", type=Path, help="clone or bare mirror")
+    parser.add_argument("--branch", default="main")
+    parser.add_argument("--repo", default="bench/repo", help="OWNER/NAME to store under")
+    parser.add_argument("--since", required=True, help="YYYY-MM-DD")
+    parser.add_argument("--until", required=True, help="YYYY-MM-DD (exclusive)")
+    parser.add_argument("--core-path", action="append", default=[], help="core source folder")
+    parser.add_argument("--exclude", action="append", default=[], help="glob not counted")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    since, until = (datetime.fromisoformat(v).replace(tzinfo=UTC) for v in (args.since, args.until))
+    config = MiningConfig(core_paths=tuple(args.core_path), exclude_globs=tuple(args.exclude))
+
+    raw_git_log(args.path, args.branch, since, until)  # warm the page cache
+    git = best_of(args.repeat, lambda: raw_git_log(args.path, args.branch, since, until))
+    survivors = scan_and_judge(args.path, args.branch, config, since, until)
+    miner = best_of(
+        args.repeat, lambda: scan_and_judge(args.path, args.branch, config, since, until)
+    )
+    with tempfile.TemporaryDirectory() as folder:
+        registry = Registry(Path(folder))
+
+        def run() -> object:
+            return mine(
+                engine=registry.engine,
+                repo=args.repo,
+                source=GitSource(args.path, args.branch),
+                config=config,
+                since=since,
+                until=until,
+            )
+
+        first = best_of(args.repeat, run, setup=registry.reset)
+        report = run()
+        again = best_of(args.repeat, run)
+        registry.engine.dispose()
+
+    merged = report.funnel[1].count
+    print(
+        f"{args.path} ({args.branch}) {args.since} .. {args.until}: "
+        f"{report.funnel[0].count} commits, {merged} merged PRs, {survivors} survivors"
+    )
+    print(f"{'':22}{'wall s':>9}{'cpu s':>9}{'wall x':>9}{'cpu x':>9}")
+    for name, timing in (
+        ("git log --numstat", git),
+        ("scan + judge", miner),
+        ("mine, first run", first),
+        ("mine, again", again),
+    ):
+        print(
+            f"{name:22}{timing.wall:9.2f}{timing.cpu:9.2f}"
+            f"{timing.wall / git.wall:9.2f}{timing.cpu / git.cpu:9.2f}"
+        )
+    verdict = "met" if miner.wall / git.wall <= GOAL else "missed"
+    print(f"goal: scan + judge <= {GOAL}x git log (wall): {verdict}")
+
+
+if __name__ == "__main__":
+    main()
