@@ -1,15 +1,70 @@
-"""The FastAPI application: health now; webhook, JSON API and dashboard join it later."""
+"""The FastAPI application: health, the webhook, the JSON API and the dashboard.
+
+``create_app`` mounts every router on one app. On start-up (the lifespan) it
+refuses to run with the webhook enabled and no webhook secret: an unsigned
+webhook would let anyone queue work.
+"""
 
 from __future__ import annotations
 
-from fastapi import FastAPI, Response, status
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request, Response, status
+from fastapi.responses import JSONResponse
 
 from bot.context import AppContext
+from bot.intake import GroupCommitWriter
+from bot.settings import Settings
 
 
-def create_app(context: AppContext) -> FastAPI:
-    app = FastAPI(title="probewatch", version="0.1.0")
+def create_app(context: AppContext, service: Settings | None = None) -> FastAPI:
+    from bot.api import make_api_router
+    from bot.dashboard import make_dashboard_router
+    from bot.webhook import make_webhook_router
 
+    service = service or context.settings
+    settings = context.settings
+    secret = (
+        settings.webhook_secret.get_secret_value().encode() if settings.webhook_secret else None
+    )
+    writer = GroupCommitWriter(context.engine)
+    app = FastAPI(title="probewatch", version="0.1.0", lifespan=_lifespan(service, secret, writer))
+    app.state.engine = context.engine
+    app.state.admin_token = (
+        settings.admin_token.get_secret_value() if settings.admin_token else None
+    )
+    app.state.public_url = service.public_url
+    _add_health(app, context)
+    _add_error_handlers(app)
+    if service.webhook_enabled:
+        app.include_router(make_webhook_router(writer, secret, service.webhook_max_body_bytes))
+    app.include_router(make_api_router())
+    app.include_router(make_dashboard_router())
+    return app
+
+
+def _lifespan(service: Settings, secret: bytes | None, writer: GroupCommitWriter):  # type: ignore[no-untyped-def]
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        check_webhook_secret(service, secret)
+        yield
+        writer.stop()
+
+    return lifespan
+
+
+def check_webhook_secret(service: Settings, secret: bytes | None) -> None:
+    from bot.webhook import WebhookConfigError
+
+    if service.webhook_enabled and not secret:
+        raise WebhookConfigError(
+            "PROBEWATCH_WEBHOOK_SECRET is not set: set it, or disable the webhook with "
+            "PROBEWATCH_WEBHOOK_ENABLED=false"
+        )
+
+
+def _add_health(app: FastAPI, context: AppContext) -> None:
     @app.get("/healthz")
     def healthz(response: Response) -> dict[str, str]:
         """200 when the database answers and its schema is current, else 503."""
@@ -22,4 +77,16 @@ def create_app(context: AppContext) -> FastAPI:
             return {"status": "schema out of date", "detail": str(exc)}
         return {"status": "ok", "schema": revision}
 
-    return app
+
+def _add_error_handlers(app: FastAPI) -> None:
+    from task_registry.errors import AlreadyExists, InvalidTransition, NotFound
+
+    async def not_found(_: Request, exc: Exception) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=status.HTTP_404_NOT_FOUND)
+
+    async def conflict(_: Request, exc: Exception) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=status.HTTP_409_CONFLICT)
+
+    app.add_exception_handler(NotFound, not_found)
+    app.add_exception_handler(AlreadyExists, conflict)
+    app.add_exception_handler(InvalidTransition, conflict)

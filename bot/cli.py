@@ -190,15 +190,16 @@ def serve(
     ctx: typer.Context,
     host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to bind.")] = 8080,
+    web: Annotated[bool, typer.Option(help="Serve the webhook, API and dashboard.")] = True,
+    worker: Annotated[bool, typer.Option(help="Run a job worker in this process.")] = True,
+    scheduler: Annotated[bool, typer.Option(help="Run the polling scheduler.")] = True,
 ) -> None:
-    """Run the web service (health endpoint; the API grows with the bot)."""
-    import uvicorn
+    """Run the service: web app (webhook, API, dashboard), a job worker and the scheduler."""
+    from bot.service import Parts, run_service
 
-    from bot.app import create_app
-
-    context = _context(ctx)
-    context.checked_engine()
-    uvicorn.run(create_app(context), host=host, port=port, log_level="info")
+    if not (web or worker or scheduler):
+        raise typer.BadParameter("nothing to run: enable --web, --worker or --scheduler")
+    run_service(_context(ctx), Parts(web=web, worker=worker, scheduler=scheduler), host, port)
 
 
 # --- entry point ---------------------------------------------------------------------

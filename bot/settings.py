@@ -15,6 +15,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_HOME = Path("~/.probewatch")
 GITHUB_API_URL = "https://api.github.com"
+# GitHub caps webhook payloads at 25 MB; anything larger is not from GitHub.
+DEFAULT_MAX_BODY_BYTES = 25 * 1024 * 1024
 
 
 class Environment(StrEnum):
@@ -49,6 +51,23 @@ class Settings(BaseSettings):
     openai_model: str | None = None
     openai_api_key: SecretStr | None = None
     openai_timeout_s: float = 120.0
+    webhook_enabled: bool = Field(
+        default=True, description="Serve POST /webhook (needs PROBEWATCH_WEBHOOK_SECRET)."
+    )
+    webhook_max_body_bytes: int = Field(default=DEFAULT_MAX_BODY_BYTES, ge=1024)
+    worker_lease_s: float = Field(default=120.0, gt=0, description="Job lease of a worker.")
+    worker_poll_s: float = Field(default=1.0, gt=0, description="Idle worker's wait for work.")
+    github_retries: int = Field(default=5, ge=0)
+    github_max_wait_s: float = Field(
+        default=120.0, ge=0, description="Longest rate-limit wait before a call gives up."
+    )
+    github_write_spacing_s: float = Field(
+        default=1.0, ge=0, description="Seconds between writes (GitHub's secondary limits)."
+    )
+    github_timeout_s: int = Field(default=30, ge=1)
+    public_url: str = Field(
+        default="http://127.0.0.1:8080", description="Where the dashboard is reachable."
+    )
 
     @model_validator(mode="after")
     def _expand_paths(self) -> Settings:

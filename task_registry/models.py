@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, String, Text, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, Column, String, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from task_registry.types import (
@@ -24,6 +24,7 @@ from task_registry.types import (
     PatchSource,
     PRKind,
     ProbeStatus,
+    ReportStatus,
     RunOutcome,
     ScoreSuite,
     SubmissionStatus,
@@ -493,3 +494,46 @@ class JobPublic(JobBase):
     status: JobStatus
     attempts: int
     error: str | None
+
+
+# --- PR reports and GitHub App installations -----------------------------------------
+
+
+class PRReport(SQLModel, table=True):
+    __tablename__ = "pr_report"
+    __table_args__ = (UniqueConstraint("repo", "pull_number"),)
+    id: int | None = Field(default=None, primary_key=True)
+    repo: str = Field(max_length=200, index=True)
+    pull_number: int
+    task_id: int | None = Field(default=None, foreign_key="task.id", index=True)
+    merge_sha: str | None = Field(default=None, max_length=64)
+    body: str = Field(default="", sa_type=Text)
+    body_hash: str = Field(default="", max_length=64)
+    summary: str = Field(default="", sa_type=Text)
+    actionable: bool = False
+    status: ReportStatus = Field(default=ReportStatus.rendered, sa_type=String(16), index=True)
+    skip_reason: str | None = Field(default=None, sa_type=Text)
+    dry_run: bool = True
+    ignored: bool = False
+    comment_id: int | None = Field(default=None, sa_type=BigInteger)
+    posted_hash: str | None = Field(default=None, max_length=64)
+    check_run_id: int | None = Field(default=None, sa_type=BigInteger)
+    check_run_hash: str | None = Field(default=None, max_length=64)
+    posted_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    lock_owner: str | None = Field(default=None, max_length=200)
+    lock_expires_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+    updated_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+
+
+class AppInstallation(SQLModel, table=True):
+    __tablename__ = "app_installation"
+    id: int | None = Field(default=None, primary_key=True)
+    installation_id: int = Field(sa_type=BigInteger, unique=True, index=True)
+    account: str = Field(max_length=200)
+    repositories: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    active: bool = True
+    updated_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+
+    def covers(self, repo: str) -> bool:
+        return self.active and repo.lower() in {name.lower() for name in self.repositories}

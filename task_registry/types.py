@@ -156,3 +156,12 @@ class JobStatus(StrEnum):
     running = "running"
     done = "done"
     failed = "failed"
+
+
+class ReportStatus(StrEnum):
+    """Where a PR's report stands on GitHub."""
+
+    rendered = "rendered"  # stored, not yet handed to GitHub
+    posted = "posted"  # the sticky comment (or check run) carries this body
+    skipped = "skipped"  # deliberately not posted; ``skip_reason`` says why
+    dry_run = "dry_run"  # the watch file says dry run: stored for the dashboard only

@@ -35,6 +35,8 @@ from .state import (
     ContentEntry,
     EmulatorError,
     EmulatorState,
+    HookDelivery,
+    Installation,
     Pull,
     PullFile,
     Quota,
@@ -285,6 +287,38 @@ class Renderer:
             "html_url": f"{self.base}/apps/{slug}",
             "permissions": {},
             "events": [],
+        }
+
+    def installation(self, installation: Installation) -> dict[str, Any]:
+        url = f"{self.base}/app/installations/{installation.id}"
+        return {
+            "id": installation.id,
+            "app_id": installation.app_id,
+            "account": self.user(installation.account),
+            "target_type": "Organization",
+            "repository_selection": "selected",
+            "access_tokens_url": f"{url}/access_tokens",
+            "repositories_url": f"{self.base}/installation/repositories",
+            "html_url": f"{self.base}/settings/installations/{installation.id}",
+            "permissions": {"issues": "write", "checks": "write", "contents": "read"},
+            "events": ["pull_request", "issue_comment"],
+            "created_at": _ts(installation.created_at),
+            "updated_at": _ts(installation.created_at),
+        }
+
+    def hook_delivery(self, delivery: HookDelivery) -> dict[str, Any]:
+        return {
+            "id": delivery.id,
+            "guid": delivery.guid,
+            "delivered_at": _ts(delivery.delivered_at),
+            "redelivery": delivery.redelivery,
+            "duration": 0.05,
+            "status": delivery.status,
+            "status_code": delivery.status_code,
+            "event": delivery.event,
+            "action": delivery.action,
+            "installation_id": None,
+            "repository_id": None,
         }
 
     def commit(self, repo: Repo, sha: str) -> dict[str, Any]:
@@ -665,7 +699,7 @@ class GitHubSemantics:
                 [*rate_headers(state.quota(token)), *extra],
             )
             return
-        if state.tokens and token not in state.tokens:
+        if state.tokens and not state.accepts(token):
             await exchange.reply(
                 send, 401, error_body(401, "Bad credentials"), rate_headers(state.quota(None))
             )
@@ -1046,6 +1080,45 @@ def _artifacts_response(
     )
 
 
+def _add_app_routes(app: FastAPI) -> None:
+    """GitHub App endpoints: they answer only to the app's JWT, never to a token."""
+
+    def app_id(request: Request) -> str:
+        found = _state(request).app_for_jwt(request.scope.get(TOKEN_KEY))
+        if found is None:
+            raise EmulatorError(401, "A JSON web token could not be decoded")
+        return found
+
+    @app.get("/repos/{owner}/{repo}/installation")
+    def repo_installation(request: Request, owner: str, repo: str) -> Response:
+        state = _state(request)
+        found = state.repo_installation(app_id(request), _repo_name(owner, repo))
+        return json_response(request, _render(request).installation(found))
+
+    @app.post("/app/installations/{installation_id}/access_tokens")
+    def access_token(request: Request, installation_id: int) -> Response:
+        token, expires = _state(request).issue_installation_token(app_id(request), installation_id)
+        data = {
+            "token": token,
+            "expires_at": _ts(expires),
+            "permissions": {"issues": "write", "checks": "write", "contents": "read"},
+            "repository_selection": "selected",
+        }
+        return json_response(request, data, status=201)
+
+    @app.get("/app/hook/deliveries")
+    def hook_deliveries(request: Request) -> Response:
+        app_id(request)
+        render = _render(request)
+        return paged_response(request, _state(request).list_hook_deliveries(), render.hook_delivery)
+
+    @app.post("/app/hook/deliveries/{delivery_id}/attempts")
+    def redeliver(request: Request, delivery_id: int) -> Response:
+        app_id(request)
+        _state(request).redeliver(delivery_id)
+        return json_response(request, {}, status=202)
+
+
 # ---------------------------------------------------------------- assembly
 
 
@@ -1088,6 +1161,7 @@ def create_app(emulator: GitHubEmulator | EmulatorState) -> FastAPI:
         _add_content_routes,
         _add_workflow_routes,
         _add_run_routes,
+        _add_app_routes,
         _add_error_handlers,
     ):
         add_routes(app)

@@ -255,6 +255,36 @@ class ContentEntry:
     modified_at: datetime | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
+class Installation:
+    """A GitHub App installed on an account, with the repositories it may access."""
+
+    id: int
+    app_id: int
+    account: str
+    repositories: tuple[str, ...]
+    created_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True)
+class HookDelivery:
+    """One attempt of GitHub to deliver a webhook event to the App's URL."""
+
+    id: int
+    guid: str
+    event: str
+    action: str | None
+    status_code: int
+    delivered_at: datetime
+    redelivery: bool = False
+
+    @property
+    def status(self) -> str:
+        return (
+            "OK" if 200 <= self.status_code < 300 else f"Invalid HTTP Response: {self.status_code}"
+        )
+
+
 @dataclass(frozen=True)
 class Dispatch:
     workflow_id: int
@@ -360,6 +390,8 @@ class EmulatorState:
                 ("workflow", 500_001),
                 ("run", 600_000_001),
                 ("artifact", 700_000_001),
+                ("installation", 800_001),
+                ("hook_delivery", 900_000_001),
             )
         }
         self._repos: dict[str, Repo] = {}
@@ -375,6 +407,11 @@ class EmulatorState:
         self._faults: list[FaultRule] = []
         self._delays: list[DelayRule] = []
         self._requests: list[RequestRecord] = []
+        self._apps: dict[str, str] = {}
+        self._installations: dict[int, Installation] = {}
+        self._installation_tokens: dict[str, tuple[int, datetime]] = {}
+        self.installation_token_ttl_s = 3600.0
+        self._hook_deliveries: dict[int, HookDelivery] = {}
 
     # ---------------------------------------------------------------- helpers
 
@@ -1166,6 +1203,120 @@ class EmulatorState:
         with self.lock:
             self._faults.clear()
             self._delays.clear()
+
+    # ------------------------------------------------- GitHub Apps and installations
+
+    def add_app(self, app_id: int | str, public_key_pem: str) -> None:
+        """Register a GitHub App by the public half of its key; its JWTs then authenticate."""
+        with self.lock:
+            self._apps[str(app_id)] = public_key_pem
+
+    def add_installation(
+        self, app_id: int | str, account: str, repositories: Sequence[str]
+    ) -> Installation:
+        with self.lock:
+            if str(app_id) not in self._apps:
+                raise ValueError(f"no app {app_id}: call add_app first")
+            installation = Installation(
+                id=self._next_id("installation"),
+                app_id=int(app_id),
+                account=account,
+                repositories=tuple(self._full_name(r) for r in repositories),
+                created_at=self.now(),
+            )
+            self._installations[installation.id] = installation
+            return installation
+
+    def app_for_jwt(self, token: str | None) -> str | None:
+        """The app id a JWT (RS256, signed by a registered app, not expired) authenticates."""
+        import jwt  # PyJWT, which PyGithub already needs to sign app JWTs
+
+        if not token or token.count(".") != 2:
+            return None
+        try:
+            issuer = str(jwt.decode(token, options={"verify_signature": False})["iss"])
+            with self.lock:
+                key = self._apps.get(issuer)
+            if key is None:
+                return None
+            jwt.decode(token, key, algorithms=["RS256"], options={"require": ["exp", "iat"]})
+        except (jwt.PyJWTError, KeyError):
+            return None
+        return issuer
+
+    def repo_installation(self, app_id: str, repo: str) -> Installation:
+        with self.lock:
+            name = self._full_name(repo).lower()
+            for installation in self._installations.values():
+                if str(installation.app_id) == app_id and name in {
+                    r.lower() for r in installation.repositories
+                }:
+                    return installation
+        raise not_found()
+
+    def issue_installation_token(self, app_id: str, installation_id: int) -> tuple[str, datetime]:
+        with self.lock:
+            installation = self._installations.get(installation_id)
+            if installation is None or str(installation.app_id) != app_id:
+                raise not_found()
+            token = "ghs_" + secrets.token_hex(18)
+            expires = self.now() + timedelta(seconds=self.installation_token_ttl_s)
+            self._installation_tokens[token] = (installation_id, expires)
+            return token, expires
+
+    def accepts(self, token: str | None) -> bool:
+        """Whether a bearer may call the API: a seeded token, a live installation token or an
+        app JWT (the /app routes check that they got a JWT)."""
+        with self.lock:
+            if token in self.tokens:
+                return True
+            issued = self._installation_tokens.get(token or "")
+        if issued is not None:
+            return issued[1] > self.now()
+        return self.app_for_jwt(token) is not None
+
+    def add_hook_delivery(
+        self,
+        guid: str,
+        *,
+        event: str = "pull_request",
+        action: str | None = "closed",
+        status_code: int = 200,
+        delivered_at: datetime | None = None,
+        redelivery: bool = False,
+    ) -> HookDelivery:
+        """Record an attempt to deliver the App's webhook (GitHub keeps them for 3 days)."""
+        with self.lock:
+            delivery = HookDelivery(
+                id=self._next_id("hook_delivery"),
+                guid=guid,
+                event=event,
+                action=action,
+                status_code=status_code,
+                delivered_at=delivered_at or self.now(),
+                redelivery=redelivery,
+            )
+            self._hook_deliveries[delivery.id] = delivery
+            return delivery
+
+    def list_hook_deliveries(self) -> list[HookDelivery]:
+        with self.lock:
+            return sorted(self._hook_deliveries.values(), key=lambda d: d.id, reverse=True)
+
+    def redeliver(self, delivery_id: int) -> HookDelivery:
+        """A redelivery attempt of a recorded delivery (it succeeds: the test's receiver is up)."""
+        with self.lock:
+            original = self._hook_deliveries.get(delivery_id)
+            if original is None:
+                raise not_found()
+            return self.add_hook_delivery(
+                original.guid, event=original.event, action=original.action, redelivery=True
+            )
+
+    @property
+    def installation_tokens(self) -> list[str]:
+        with self.lock:
+            return list(self._installation_tokens)
 
     # ------------------------------------------------------------ request log
 

@@ -1,0 +1,281 @@
+"""What each kind of job does: a registry of handlers keyed by :class:`JobKind`.
+
+A handler receives a :class:`JobContext` (settings, database, GitHub clients,
+the job's id and the worker's name) and the job's payload, does its work in
+short transactions, queues any follow-up job with a key derived from its own id
+(so a reclaimed job does not queue it twice), and returns a small result that
+the queue stores.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from sqlmodel import Session
+
+from bot.context import AppContext
+from bot.coverage import drop_ignored
+from bot.github_client import GitHubClients
+from bot.jobkinds import (
+    IgnorePayload,
+    InstallationPayload,
+    JobKind,
+    PollPayload,
+    PRPayload,
+    RedeliverPayload,
+    followup_key,
+    mine_key,
+)
+from bot.pipeline import build_and_validate, mine_one_pr, poll_merged
+from bot.posting import (
+    CHECK_RULES,
+    COMMENT_RULES,
+    PostAction,
+    PostContext,
+    check_hash,
+    publish_check_run,
+    publish_comment,
+    skip_reason,
+    wait_for,
+)
+from bot.redelivery import fetch_attempts, redeliver, to_redeliver
+from bot.repo_config import load_repo_config
+from bot.report import full_report_url, render_report
+from bot.settings import Settings
+from bot.watchfile import WatchedRepo
+from task_registry.db import session_scope
+from task_registry.deliveries import find_delivery
+from task_registry.jobs import enqueue_job
+from task_registry.models import JobCreate, PRReport
+from task_registry.reports import (
+    change_installation_repos,
+    get_or_create_report,
+    get_report,
+    release_post_lock,
+    save_report,
+    take_post_lock,
+    upsert_installation,
+)
+from task_registry.types import ReportStatus, utcnow
+
+
+class JobRejected(RuntimeError):
+    """The job cannot run as asked (unknown repo, bad payload); retrying will not help."""
+
+
+@dataclass
+class JobContext:
+    app: AppContext
+    service: Settings
+    github: GitHubClients
+    job_id: int
+    owner: str
+
+    def session(self) -> AbstractContextManager[Session]:
+        """A transaction on the registry (the worker checked the schema once at start)."""
+        return session_scope(self.app.engine)
+
+    def watched(self, repo: str) -> WatchedRepo:
+        found = self.app.watch_file().find(repo)
+        if found is None:
+            raise JobRejected(f"{repo} is not in the watch file")
+        return found
+
+    def enqueue(self, kind: JobKind, payload: Any, dedupe_key: str) -> bool:
+        with self.session() as session:
+            job_in = JobCreate(kind=kind, payload=payload.model_dump(), dedupe_key=dedupe_key)
+            return enqueue_job(session=session, job_in=job_in)[1]
+
+
+class JobHandler(Protocol):
+    def __call__(self, ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]: ...
+
+
+def mine_pr(ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
+    job = PRPayload.model_validate(payload)
+    watched = ctx.watched(job.repo)
+    gh_repo = ctx.github.for_repo(job.repo).get_repo(job.repo)
+    with ctx.session() as session:
+        mined = mine_one_pr(session=session, repo=gh_repo, watched=watched, number=job.number)
+    if mined.passed:
+        follow = PRPayload(repo=job.repo, number=job.number, merge_sha=mined.merge_sha)
+        ctx.enqueue(JobKind.build_report, follow, followup_key(JobKind.build_report, ctx.job_id))
+    return {"passed": mined.passed, "reason": mined.reason}
+
+
+def build_report(ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
+    job = PRPayload.model_validate(payload)
+    watched = ctx.watched(job.repo)
+    with ctx.session() as session:
+        table = build_and_validate(session=session, repo=job.repo, number=job.number)
+    if table is None:
+        return {"report": "no task for this PR yet"}
+    config = load_repo_config(ctx.github.for_repo(job.repo).get_repo(job.repo))
+    table = drop_ignored(table, config.ignores)
+    with ctx.session() as session:
+        url = full_report_url(ctx.service.public_url, job.repo, job.number)
+        rendered = render_report(table, full_url=url)
+        report = get_or_create_report(session=session, repo=job.repo, pull_number=job.number)
+        save_report(
+            session=session,
+            report=report,
+            task_id=table.task_id,
+            merge_sha=table.merge_commit or job.merge_sha,
+            body=rendered.body,
+            body_hash=rendered.body_hash,
+            summary=rendered.summary,
+            actionable=rendered.actionable,
+            dry_run=watched.dry_run,
+        )
+    post = PRPayload(repo=job.repo, number=job.number)
+    ctx.enqueue(JobKind.post_report, post, followup_key(JobKind.post_report, ctx.job_id))
+    return {"actionable": rendered.actionable, "body_hash": rendered.body_hash}
+
+
+def post_report(ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
+    job = PRPayload.model_validate(payload)
+    watched = ctx.watched(job.repo)
+    with ctx.session() as session:
+        report_id = get_report(session=session, repo=job.repo, pull_number=job.number).id
+    assert report_id is not None
+    if not wait_for(lambda: _lock(ctx, report_id), timeout_s=ctx.service.worker_lease_s + 1):
+        raise RuntimeError(f"{job.repo}#{job.number}: another worker is posting this report")
+    try:
+        return _post_locked(ctx, job, watched)
+    finally:
+        with ctx.session() as session:
+            release_post_lock(session=session, report_id=report_id, owner=ctx.owner)
+
+
+def _lock(ctx: JobContext, report_id: int) -> bool:
+    with ctx.session() as session:
+        return take_post_lock(
+            session=session, report_id=report_id, owner=ctx.owner, ttl_s=ctx.service.worker_lease_s
+        )
+
+
+def _post_locked(ctx: JobContext, job: PRPayload, watched: WatchedRepo) -> dict[str, Any]:
+    with ctx.session() as session:
+        report = get_report(session=session, repo=job.repo, pull_number=job.number)
+    if watched.dry_run:
+        _store(ctx, report, status=ReportStatus.dry_run, skip_reason="dry run (watch file)")
+        return {"comment": PostAction.skipped, "reason": "dry run (watch file)"}
+    gh_repo = ctx.github.for_repo(job.repo).get_repo(job.repo)
+    pull = gh_repo.get_pull(job.number)
+    context = PostContext(
+        report=report,
+        config=load_repo_config(gh_repo),
+        labels=frozenset(label.name for label in pull.labels),
+        dry_run=False,
+    )
+    result = {"comment": _comment(ctx, pull, context)}
+    check_skip = skip_reason(CHECK_RULES, context)
+    result["check_run"] = check_skip or _check_run(ctx, gh_repo, report)
+    return result
+
+
+def _comment(ctx: JobContext, pull: Any, context: PostContext) -> str:
+    report = context.report
+    reason = skip_reason(COMMENT_RULES, context)
+    if reason is not None:
+        _store(ctx, report, status=ReportStatus.skipped, skip_reason=reason)
+        return f"{PostAction.skipped}: {reason}"
+    outcome = publish_comment(pull, report)
+    if outcome.action in (PostAction.created, PostAction.edited, PostAction.unchanged):
+        changes: dict[str, Any] = {"comment_id": outcome.comment_id, "status": ReportStatus.posted}
+        changes.update(posted_hash=report.body_hash, skip_reason=None)
+        if outcome.action is not PostAction.unchanged:
+            changes["posted_at"] = utcnow()
+        _store(ctx, report, **changes)
+    else:
+        _store(ctx, report, status=ReportStatus.skipped, skip_reason=outcome.reason)
+    return str(outcome.action)
+
+
+def _check_run(ctx: JobContext, gh_repo: Any, report: PRReport) -> str:
+    outcome = publish_check_run(gh_repo, report)
+    _store(ctx, report, check_run_id=outcome.check_run_id, check_run_hash=check_hash(report))
+    return str(outcome.action)
+
+
+def _store(ctx: JobContext, report: PRReport, **fields: Any) -> None:
+    with ctx.session() as session:
+        fresh = get_report(session=session, repo=report.repo, pull_number=report.pull_number)
+        save_report(session=session, report=fresh, **fields)
+
+
+def poll_repo(ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
+    job = PollPayload.model_validate(payload)
+    watched = ctx.watched(job.repo)
+    gh_repo = ctx.github.for_repo(job.repo).get_repo(job.repo)
+    with ctx.session() as session:
+        numbers = poll_merged(session=session, repo=gh_repo, watched=watched)
+    queued = [
+        n
+        for n in numbers
+        if ctx.enqueue(
+            JobKind.mine_pr, PRPayload(repo=job.repo, number=n), mine_key(job.repo, n, None)
+        )
+    ]
+    return {"merged": numbers, "queued": queued}
+
+
+def ignore_pr(ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
+    job = IgnorePayload.model_validate(payload)
+    with ctx.session() as session:
+        report = get_or_create_report(session=session, repo=job.repo, pull_number=job.number)
+        save_report(session=session, report=report, ignored=True)
+    return {"ignored": f"{job.repo}#{job.number}", "by": job.by}
+
+
+def installation(ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
+    job = InstallationPayload.model_validate(payload)
+    with ctx.session() as session:
+        if job.repositories is not None or not job.active:
+            row = upsert_installation(
+                session=session,
+                installation_id=job.installation_id,
+                account=job.account,
+                repositories=job.repositories,
+                active=job.active,
+            )
+        else:
+            row = change_installation_repos(
+                session=session,
+                installation_id=job.installation_id,
+                account=job.account,
+                added=job.added,
+                removed=job.removed,
+            )
+        return {"installation": row.installation_id, "repositories": list(row.repositories)}
+
+
+def redeliver_failed(ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
+    RedeliverPayload.model_validate(payload)
+    requester = ctx.github.integration().requester
+    with ctx.session() as session:
+
+        def received(guid: str) -> bool:
+            return find_delivery(session=session, delivery_id=guid) is not None
+
+        chosen = to_redeliver(fetch_attempts(requester), received)
+    for attempt in chosen:
+        redeliver(requester, attempt)
+    return {"redelivered": [attempt.guid for attempt in chosen]}
+
+
+HandlerRegistry = dict[str, JobHandler]
+
+
+def default_handlers() -> HandlerRegistry:
+    return {
+        JobKind.mine_pr: mine_pr,
+        JobKind.build_report: build_report,
+        JobKind.post_report: post_report,
+        JobKind.poll_repo: poll_repo,
+        JobKind.ignore_pr: ignore_pr,
+        JobKind.installation: installation,
+        JobKind.redeliver: redeliver_failed,
+    }

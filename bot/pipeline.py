@@ -1,0 +1,172 @@
+"""The pipeline stages the bot drives, each behind one function.
+
+``mine_one_pr`` mines a single merged PR (a webhook said it merged), ``poll_merged``
+lists PRs merged since the last poll, and ``build_and_validate`` turns a mined PR
+into its coverage table. Jobs call only these, so a stage that lands in its own
+package changes one function here and nothing in the worker, the webhook or the
+report.
+
+What is wired today: mining one PR judges it with ``pr_miner``'s filters and
+ranking and stores the candidate; ``build_and_validate`` reads a task that is
+already in the registry (imported, or built by the curator flow) and its
+validation records. When probe_builder's "build task / find survivors" stage
+lands, ``build_and_validate`` calls it for a candidate without a task.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from sqlmodel import Session
+
+from bot.coverage import CoverageTable, coverage_from_registry
+from bot.watchfile import WatchedRepo
+from task_registry.candidates import upsert_candidate
+from task_registry.models import RepoCreate
+from task_registry.repos import get_cursor, get_or_create_repo, set_cursor
+from task_registry.swebench import instance_id_for
+from task_registry.tasks import find_task
+from task_registry.types import CursorSource, DescriptionSource, PRKind
+
+if TYPE_CHECKING:
+    from github.PullRequest import PullRequest
+    from github.Repository import Repository
+
+    from pr_miner.config import MiningConfig
+    from pr_miner.types import FileChange, MergedPR
+
+# A poll looks at most this many recently updated closed PRs; older ones were seen before.
+POLL_PAGE_LIMIT = 100
+
+
+class PipelineError(RuntimeError):
+    """A stage cannot go on with this PR; the message says why."""
+
+
+@dataclass(frozen=True)
+class MinedPR:
+    repo: str
+    number: int
+    merge_sha: str | None
+    passed: bool
+    reason: str | None = None
+
+
+def mining_config(watched: WatchedRepo) -> MiningConfig:
+    """The miner's settings for a watched repository."""
+    from pr_miner.config import MiningConfig
+
+    auto = watched.auto_accept.min_core_share if watched.auto_accept else None
+    return MiningConfig(
+        size_threshold=watched.size_threshold,
+        exclude_globs=tuple(watched.exclude_globs),
+        test_globs=tuple(watched.tests.globs),
+        core_paths=tuple(watched.core_paths),
+        auto_accept_min_core_share=auto,
+    )
+
+
+def mine_one_pr(
+    *, session: Session, repo: Repository, watched: WatchedRepo, number: int
+) -> MinedPR:
+    """Fetch one PR, judge it with the miner's filters and store it as a candidate.
+
+    Adapter until ``pr_miner`` exposes mining a single PR through its GitHub source.
+    """
+    from pr_miner.judge import judge
+    from pr_miner.records import to_create
+    from pr_miner.reverts import RevertIndex
+
+    pull = repo.get_pull(number)
+    if not pull.merged:
+        raise PipelineError(f"{watched.name}#{number} is not merged")
+    judged = judge(_merged_pr(pull), _files(pull), mining_config(watched), RevertIndex([]))
+    row = get_or_create_repo(
+        session=session,
+        repo_in=RepoCreate(full_name=watched.name, default_branch=watched.default_branch),
+    )
+    assert row.id is not None
+    upsert_candidate(session=session, candidate_in=to_create(judged, row.id))
+    return MinedPR(
+        watched.name, number, pull.merge_commit_sha, judged.verdict.passed, judged.verdict.reason
+    )
+
+
+def _merged_pr(pull: PullRequest) -> MergedPR:
+    from pr_miner.types import MergedPR, PRRef, PRStyle
+
+    return MergedPR(
+        ref=PRRef(PRKind.github, pull.number),
+        title=pull.title or "",
+        body=pull.body or "",
+        description_source=DescriptionSource.api,
+        merged_at=pull.merged_at or datetime.now(UTC),
+        merge_sha=pull.merge_commit_sha,
+        base_sha=pull.base.sha,
+        author=pull.user.login if pull.user else None,
+        labels=tuple(label.name for label in pull.labels),
+        style=PRStyle.api,
+    )
+
+
+def _files(pull: PullRequest) -> tuple[FileChange, ...]:
+    from pr_miner.types import FileChange
+
+    return tuple(
+        FileChange(
+            path=f.filename,
+            additions=f.additions,
+            deletions=f.deletions,
+            old_path=f.previous_filename,
+        )
+        for f in pull.get_files()
+    )
+
+
+def poll_merged(*, session: Session, repo: Repository, watched: WatchedRepo) -> list[int]:
+    """Numbers of PRs merged since the last poll, oldest first; moves the cursor past them.
+
+    Adapter until ``pr_miner``'s GitHub source mines incrementally for the scheduler.
+    """
+    row = get_or_create_repo(
+        session=session,
+        repo_in=RepoCreate(full_name=watched.name, default_branch=watched.default_branch),
+    )
+    assert row.id is not None
+    cursor = get_cursor(session=session, repo_id=row.id, source=CursorSource.github)
+    since = datetime.fromisoformat(cursor) if cursor else None
+    merged = _merged_since(repo, watched.default_branch, since)
+    if merged:
+        latest = max(at for at, _ in merged)
+        set_cursor(
+            session=session, repo_id=row.id, source=CursorSource.github, position=latest.isoformat()
+        )
+    return [number for _, number in sorted(merged)]
+
+
+def _merged_since(
+    repo: Repository, branch: str, since: datetime | None
+) -> list[tuple[datetime, int]]:
+    found: list[tuple[datetime, int]] = []
+    pulls = repo.get_pulls(state="closed", sort="updated", direction="desc", base=branch)
+    for index, pull in enumerate(pulls):
+        seen_before = since is not None and pull.updated_at is not None and pull.updated_at <= since
+        if index >= POLL_PAGE_LIMIT or seen_before:
+            break
+        if pull.merged_at is not None and (since is None or pull.merged_at > since):
+            found.append((pull.merged_at, pull.number))
+    return found
+
+
+def build_and_validate(*, session: Session, repo: str, number: int) -> CoverageTable | None:
+    """The coverage table of a merged PR's task, or None when no task exists for it yet.
+
+    The one boundary to probe_builder's "build task / find survivors" stage: today it reads a
+    stored task; when that stage lands it builds the task for an accepted candidate here.
+    """
+    task = find_task(session=session, instance_id=instance_id_for(repo, number))
+    if task is None:
+        return None
+    return coverage_from_registry(session, task)

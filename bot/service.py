@@ -1,0 +1,81 @@
+"""``probewatch serve``: the web app, a worker and the scheduler in one process.
+
+Each part can be switched off, so a deployment can run several worker-only
+processes beside one web process, all on one PostgreSQL registry. Without the
+web part the process waits for SIGTERM or SIGINT.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from dataclasses import dataclass
+
+from bot.context import AppContext
+from bot.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Parts:
+    web: bool = True
+    worker: bool = True
+    scheduler: bool = True
+
+
+def run_service(context: AppContext, parts: Parts, host: str, port: int) -> None:
+    service = context.settings
+    context.checked_engine()
+    stoppers = []
+    try:
+        if parts.scheduler:
+            stoppers.append(_start_scheduler(context))
+        if parts.worker:
+            stoppers.append(_start_worker(context, service))
+        if parts.web:
+            _serve_web(context, service, host, port)
+        else:
+            _wait_for_signal()
+    finally:
+        for stop in reversed(stoppers):
+            stop()
+
+
+def _start_scheduler(context: AppContext):  # type: ignore[no-untyped-def]
+    from bot.scheduler import make_scheduler, schedule_redelivery, stop_scheduler, sync_poll_jobs
+
+    scheduler = make_scheduler(context.engine)
+    scheduler.start(paused=True)
+    polled = sync_poll_jobs(scheduler, context.watch_file().repos)
+    if context.settings.has_github_app:  # the delivery log needs the App's JWT
+        schedule_redelivery(scheduler)
+    scheduler.resume()
+    log.info("scheduler: %d poll job(s)", len(polled))
+    return lambda: stop_scheduler(scheduler)
+
+
+def _start_worker(context: AppContext, service: Settings):  # type: ignore[no-untyped-def]
+    from bot.worker import Worker
+
+    worker = Worker(context, service)
+    worker.start()
+    log.info("worker %s started", worker.name)
+    return worker.stop
+
+
+def _serve_web(context: AppContext, service: Settings, host: str, port: int) -> None:
+    import uvicorn
+
+    from bot.app import create_app
+
+    uvicorn.run(create_app(context, service), host=host, port=port, log_level="info")
+
+
+def _wait_for_signal() -> None:
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    while not stop.wait(1.0):
+        pass

@@ -1,0 +1,128 @@
+"""Scheduled polling: the schedule persists in the registry, a restart neither loses nor doubles a
+poll, repositories with the App installed are not polled, and a poll queues each newly merged PR
+once."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from sqlalchemy.engine import Engine
+
+from bot.jobkinds import JobKind
+from bot.scheduler import (
+    enqueue_poll,
+    make_scheduler,
+    poll_job_id,
+    stop_scheduler,
+    sync_poll_jobs,
+)
+from bot.watchfile import WatchedRepo
+from bot.worker import Worker
+from task_registry.db import session_scope
+from task_registry.jobs import list_jobs
+from task_registry.reports import upsert_installation
+from tests.bot_support import REPO, make_bot
+from tests.github_emulator import GitHubEmulator
+
+WATCHED = [
+    WatchedRepo(name=REPO, poll_interval_minutes=30),
+    WatchedRepo(name="acme/other", poll_interval_minutes=60),
+]
+
+
+def poll_jobs(engine: Engine) -> list[str]:
+    with session_scope(engine) as session:
+        return [
+            j.dedupe_key or "" for j in list_jobs(session=session) if j.kind == JobKind.poll_repo
+        ]
+
+
+def test_poll_jobs_survive_a_restart_with_their_next_run(engine: Engine) -> None:
+    first = make_scheduler(engine)
+    first.start(paused=True)
+    assert sync_poll_jobs(first, WATCHED) == [poll_job_id(REPO), poll_job_id("acme/other")]
+    next_run = first.get_job(poll_job_id(REPO)).next_run_time
+    stop_scheduler(first)
+
+    second = make_scheduler(engine)
+    second.start(paused=True)
+    sync_poll_jobs(second, WATCHED)
+    jobs = {job.id: job for job in second.get_jobs()}
+    stop_scheduler(second)
+
+    assert sorted(jobs) == [poll_job_id(REPO), poll_job_id("acme/other")]
+    assert jobs[poll_job_id(REPO)].next_run_time == next_run
+
+
+def test_a_repo_dropped_from_the_watch_file_stops_being_polled(engine: Engine) -> None:
+    scheduler = make_scheduler(engine)
+    scheduler.start(paused=True)
+    sync_poll_jobs(scheduler, WATCHED)
+    sync_poll_jobs(scheduler, WATCHED[:1])
+    assert [job.id for job in scheduler.get_jobs()] == [poll_job_id(REPO)]
+    scheduler.shutdown(wait=False)
+
+
+def test_a_poll_missed_while_down_runs_once_after_restart(engine: Engine) -> None:
+    scheduler = make_scheduler(engine)
+    scheduler.start(paused=True)
+    sync_poll_jobs(scheduler, WATCHED[:1])
+    overdue = datetime.now(UTC) - timedelta(hours=3)  # six runs missed
+    scheduler.modify_job(poll_job_id(REPO), next_run_time=overdue)
+    stop_scheduler(scheduler)
+
+    restarted = make_scheduler(engine)
+    restarted.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not poll_jobs(engine) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        stop_scheduler(restarted)
+    assert len(poll_jobs(engine)) == 1
+
+
+def test_two_polls_in_one_interval_queue_one_job(engine: Engine) -> None:
+    make_scheduler(engine)
+    assert enqueue_poll(REPO, 30) is True
+    assert enqueue_poll(REPO, 30) is False
+    assert len(poll_jobs(engine)) == 1
+
+
+def test_a_repo_with_the_app_installed_is_not_polled(engine: Engine) -> None:
+    make_scheduler(engine)
+    with session_scope(engine) as session:
+        upsert_installation(session=session, installation_id=1, account="acme", repositories=[REPO])
+    assert enqueue_poll(REPO, 30) is False
+    assert poll_jobs(engine) == []
+
+
+def test_a_poll_queues_each_newly_merged_pr_once(
+    sqlite_engine: Engine, github_emulator: GitHubEmulator, tmp_path: Path
+) -> None:
+    bot = make_bot(sqlite_engine, github_emulator, tmp_path)
+    t0 = datetime(2026, 11, 1, tzinfo=UTC)
+    github_emulator.state.add_pull(REPO, 6, merged=True, merged_at=t0, updated_at=t0)
+    github_emulator.state.add_pull(REPO, 7, state="closed", closed_at=t0, updated_at=t0)
+    handlers = {JobKind.poll_repo: bot.worker.handlers[JobKind.poll_repo]}
+    poller = Worker(bot.context, bot.service, handlers=handlers, github=bot.worker.github)
+    make_scheduler(sqlite_engine)  # binds the engine the scheduled call uses
+
+    enqueue_poll(REPO, 30)
+    first = poller.run_until_idle()
+    with session_scope(sqlite_engine) as session:
+        for job in list_jobs(session=session):
+            job.dedupe_key = None if job.kind == JobKind.poll_repo else job.dedupe_key
+            session.add(job)
+    enqueue_poll(REPO, 30)
+    second = poller.run_until_idle()
+
+    assert first[0].result["queued"] == [6, 5]  # oldest merge first
+    assert second[0].result == {"merged": [], "queued": []}
+    with session_scope(sqlite_engine) as session:
+        mined = sorted(
+            j.payload["number"] for j in list_jobs(session=session) if j.kind == JobKind.mine_pr
+        )
+    assert mined == [5, 6]
