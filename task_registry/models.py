@@ -209,6 +209,7 @@ class PromiseBase(SQLModel):
     quote: str = _text()
     quantity: str | None = Field(default=None, max_length=200)
     verdict: str | None = Field(default=None, max_length=16)
+    evidence: str = _text(default="")
     position: int = 0
 
 
@@ -446,6 +447,30 @@ class Score(ScoreBase, table=True):
 class ScorePublic(ScoreBase):
     id: int
     submission_id: int
+
+
+# --- model-author exchanges --------------------------------------------------------
+
+
+class AuthorExchangeRecord(SQLModel, table=True):
+    """One request to a model endpoint and its answer (credentials never stored)."""
+
+    __tablename__ = "author_exchange"
+    id: int | None = Field(default=None, primary_key=True)
+    task_id: int | None = Field(default=None, foreign_key="task.id", index=True)
+    author: str = Field(max_length=64)
+    purpose: str = Field(max_length=16)
+    round: int = 0
+    endpoint: str = _text()
+    model: str = Field(max_length=200)
+    request: str = _text()
+    response: str | None = Field(default=None, sa_type=Text)
+    status_code: int | None = None
+    error: str | None = Field(default=None, sa_type=Text)
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    started_at: datetime = _stamp()
+    duration_s: float = 0.0
 
 
 # --- webhook deliveries and jobs -----------------------------------------------------
