@@ -1,0 +1,345 @@
+"""Assertion profile of a PR's test diff, read from the syntax tree.
+
+Every assertion on an added line (``assert``, ``self.assert*``/``assert_*``
+calls, ``pytest.raises`` blocks) is counted by kind: error path, resource
+(it observes memory, time, bytes or call counts, directly or through a name
+bound from such an API earlier in the same test), numeric (allclose and
+tolerances), structural (shape, dtype, attribute, type, None) or functional.
+Per test function the profile also records whether it drives one object
+through repeated calls and a reset (state), and whether it runs under graph
+capture/replay or ``torch.compile`` (mode). The tables of API names are data.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from probe_builder.diffs import FileDiff
+from probe_builder.gitio import TreeReader
+from probe_builder.pysource import Source, SourceError, call_name, dotted_name, iter_definitions
+
+
+class AssertionKind(StrEnum):
+    functional = "functional"
+    structural = "structural"
+    numeric = "numeric"
+    error_path = "error_path"
+    resource = "resource"
+
+
+class Observable(StrEnum):
+    """What a resource assertion measures."""
+
+    memory = "memory"
+    time = "time"
+    bytes = "bytes"
+    calls = "calls"
+
+
+OBSERVABLE_CALLS: tuple[tuple[re.Pattern[str], Observable], ...] = (
+    (
+        re.compile(
+            r"memory_(allocated|reserved|stats|info|usage|summary)|max_memory|mem_get_info|get_traced_memory|peak_memory|memory_snapshot"
+        ),
+        Observable.memory,
+    ),
+    (
+        re.compile(
+            r"(^|\.)(perf_counter|monotonic|process_time|elapsed_time|timeit|time_ns)$|^time\.time$|(^|\.)Timer$"
+        ),
+        Observable.time,
+    ),
+    (
+        re.compile(
+            r"(^|\.)(nbytes|element_size|num_bytes|bytes_sent|bytes_received|get_payload_size)$"
+        ),
+        Observable.bytes,
+    ),
+)
+OBSERVABLE_ATTRS: dict[str, Observable] = {
+    "call_count": Observable.calls,
+    "called": Observable.calls,
+    "await_count": Observable.calls,
+    "mock_calls": Observable.calls,
+    "call_args_list": Observable.calls,
+    "nbytes": Observable.bytes,
+    "ru_maxrss": Observable.memory,
+    "rss": Observable.memory,
+}
+OBSERVABLE_NAME = re.compile(r"(^|_)(n?bytes|num_calls|calls_made|call_count)($|_)", re.I)
+NUMERIC_CALLS = {
+    "allclose",
+    "isclose",
+    "assert_close",
+    "assert_allclose",
+    "approx",
+    "equal",
+    "array_equal",
+    "assert_array_equal",
+    "assert_array_almost_equal",
+    "assert_almost_equal",
+    "assertAlmostEqual",
+    "assertNotAlmostEqual",
+    "assert_equal",
+}
+STRUCTURAL_ATTRS = {
+    "shape",
+    "dtype",
+    "device",
+    "ndim",
+    "layout",
+    "is_cuda",
+    "requires_grad",
+    "is_leaf",
+    "names",
+}
+STRUCTURAL_CALLS = {
+    "isinstance",
+    "issubclass",
+    "hasattr",
+    "callable",
+    "len",
+    "size",
+    "dim",
+    "type",
+    "is_contiguous",
+    "assertIsInstance",
+    "assertIsNone",
+    "assertIsNotNone",
+    "assertIs",
+    "assertIsNot",
+    "assertHasAttr",
+}
+RAISES_CALLS = re.compile(r"(^|\.)(raises|assertRaises\w*)$")
+CALL_ASSERTS = re.compile(
+    r"^(assert_(not_)?called\w*|assert_has_calls|assert_(not_)?awaited\w*|assert_any_call)$"
+)
+ASSERT_CALL = re.compile(r"^(assert\w*|fail)$")
+RESET_METHODS = re.compile(
+    r"^(reset\w*|clear\w*|invalidate\w*|reinit\w*|restart|offload\w*|onload\w*|wake_up|sleep|resume|load_state_dict|zero_\w*|free\w*|release\w*)$"
+)
+MODE_NAMES = re.compile(
+    r"torch\.compile|cuda\.graph|CUDAGraph|make_graphed_callables|capture_begin|\.replay$|cuda_?graph|_dynamo"
+)
+COMM_NAMES = re.compile(
+    r"all_reduce|allreduce|broadcast|all_gather|allgather|reduce_scatter|all_to_all|\bsend\b|\brecv\b|isend|irecv|p2p|transfer|sync_weights|update_weights|bucket"
+)
+
+
+@dataclass(frozen=True)
+class AssertionSite:
+    path: str
+    line: int
+    test: str  # qualified name of the enclosing function, "" at module level
+    kind: AssertionKind
+    observables: tuple[Observable, ...]
+    text: str  # first line of the assertion
+
+
+@dataclass(frozen=True)
+class TestTraits:
+    __test__ = False
+    path: str
+    name: str
+    line: int
+    references: frozenset[str]  # every dotted name the function uses
+    repeated_with_reset: bool  # one object: repeated calls, then a reset
+    reset_line: int | None
+    under_mode: bool  # graph capture/replay or torch.compile
+    talks_comm: bool  # mentions a communication primitive
+
+
+@dataclass(frozen=True)
+class AssertionProfile:
+    assertions: tuple[AssertionSite, ...]
+    tests: tuple[TestTraits, ...]
+    unparsed: tuple[str, ...] = ()  # test files this Python cannot parse
+
+    def counts(self) -> dict[AssertionKind, int]:
+        counter = Counter(a.kind for a in self.assertions)
+        return {kind: counter.get(kind, 0) for kind in AssertionKind}
+
+    def in_test(self, test: TestTraits) -> list[AssertionSite]:
+        return [a for a in self.assertions if a.path == test.path and a.test == test.name]
+
+
+def _observables(expr: ast.AST, taint: dict[str, set[Observable]]) -> set[Observable]:
+    found: set[Observable] = set()
+    for node in ast.walk(expr):
+        name = call_name(node) if isinstance(node, ast.Call) else None
+        if name:
+            found.update(obs for pattern, obs in OBSERVABLE_CALLS if pattern.search(name))
+            if CALL_ASSERTS.match(name.rsplit(".", 1)[-1]):
+                found.add(Observable.calls)
+        if isinstance(node, ast.Attribute) and node.attr in OBSERVABLE_ATTRS:
+            found.add(OBSERVABLE_ATTRS[node.attr])
+        dotted = dotted_name(node) if isinstance(node, ast.Name | ast.Attribute) else None
+        if dotted is not None:
+            found.update(taint.get(dotted, ()))
+            if OBSERVABLE_NAME.search(dotted.rsplit(".", 1)[-1]):
+                found.add(Observable.calls if "call" in dotted.lower() else Observable.bytes)
+    return found
+
+
+def _taint(function: ast.AST) -> dict[str, set[Observable]]:
+    """Names bound (possibly through other names) from resource-observing expressions."""
+    taint: dict[str, set[Observable]] = {}
+    assigns = [
+        n for n in ast.walk(function) if isinstance(n, ast.Assign | ast.AnnAssign | ast.AugAssign)
+    ]
+    for _ in range(3):  # a short fixpoint: t1 = perf_counter(); dt = t1 - t0; ms = dt * 1e3
+        for node in assigns:
+            value = node.value
+            if value is None:
+                continue
+            observed = _observables(value, taint)
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                for sub in ast.walk(target):
+                    name = dotted_name(sub) if isinstance(sub, ast.Name | ast.Attribute) else None
+                    if name and observed:
+                        taint.setdefault(name, set()).update(observed)
+    return taint
+
+
+def _names_called(expr: ast.AST) -> set[str]:
+    return {n.rsplit(".", 1)[-1] for node in ast.walk(expr) if (n := call_name(node))}
+
+
+def classify(
+    expr: ast.AST, taint: dict[str, set[Observable]]
+) -> tuple[AssertionKind, set[Observable]]:
+    """Kind of an assertion whose checked expression (or call) is ``expr``."""
+    observed = _observables(expr, taint)
+    if observed:
+        return AssertionKind.resource, observed
+    called = _names_called(expr)
+    keywords = {
+        k.arg for node in ast.walk(expr) if isinstance(node, ast.Call) for k in node.keywords
+    }
+    if called & NUMERIC_CALLS or keywords & {"atol", "rtol", "rel", "abs", "places", "delta"}:
+        return AssertionKind.numeric, set()
+    attrs = {n.attr for n in ast.walk(expr) if isinstance(n, ast.Attribute)}
+    none_check = any(
+        isinstance(n, ast.Compare) and any(isinstance(op, ast.Is | ast.IsNot) for op in n.ops)
+        for n in ast.walk(expr)
+    )
+    if attrs & STRUCTURAL_ATTRS or called & STRUCTURAL_CALLS or none_check:
+        return AssertionKind.structural, set()
+    return AssertionKind.functional, set()
+
+
+def _assertion_nodes(function: ast.AST) -> Iterable[tuple[ast.AST, ast.AST, bool]]:
+    """(node, checked expression, is_error_path) for each assertion in ``function``."""
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assert):
+            yield node, node.test, False
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            name = call_name(node.value) or ""
+            last = name.rsplit(".", 1)[-1]
+            if RAISES_CALLS.search(name):
+                yield node, node.value, True
+            elif ASSERT_CALL.match(last):
+                yield node, node.value, False
+        elif isinstance(node, ast.With | ast.AsyncWith):
+            for item in node.items:
+                if RAISES_CALLS.search(call_name(item.context_expr) or ""):
+                    yield node, item.context_expr, True
+
+
+def _state_trait(function: ast.AST) -> tuple[bool, int | None]:
+    calls: dict[str, list[tuple[str, int]]] = {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            receiver = dotted_name(node.func.value)
+            if receiver is not None:
+                calls.setdefault(receiver, []).append((node.func.attr, node.lineno))
+    for methods in calls.values():
+        resets = [line for name, line in methods if RESET_METHODS.match(name)]
+        others = [name for name, _ in methods if not RESET_METHODS.match(name)]
+        if resets and len(others) >= 2:
+            return True, min(resets)
+    return False, None
+
+
+def _references(function: ast.AST) -> frozenset[str]:
+    names = set()
+    for node in ast.walk(function):
+        if isinstance(node, ast.Name | ast.Attribute):
+            dotted = dotted_name(node)
+            if dotted:
+                names.add(dotted)
+    return frozenset(names)
+
+
+def _traits(path: str, qualname: str, function: ast.AST) -> TestTraits:
+    references = _references(function)
+    repeated, reset_line = _state_trait(function)
+    joined = " ".join(sorted(references))
+    return TestTraits(
+        path=path,
+        name=qualname,
+        line=function.lineno,  # type: ignore[attr-defined]
+        references=references,
+        repeated_with_reset=repeated,
+        reset_line=reset_line,
+        under_mode=MODE_NAMES.search(joined) is not None,
+        talks_comm=COMM_NAMES.search(joined) is not None,
+    )
+
+
+def profile_source(
+    path: str, text: str, added_lines: Iterable[int] | None = None
+) -> AssertionProfile:
+    """Profile one test file; ``added_lines`` None means every line is new."""
+    source = Source(path, text)
+    added = None if added_lines is None else set(added_lines)
+    sites: list[AssertionSite] = []
+    tests: list[TestTraits] = []
+    for definition in iter_definitions(source.tree):
+        if not definition.is_function or any(
+            not isinstance(p, ast.ClassDef) for p in definition.parents
+        ):
+            continue  # nested helpers are profiled with their enclosing function
+        span = set(definition.lines())
+        if added is not None and not span & added:
+            continue
+        taint = _taint(definition.node)
+        for node, expr, error_path in _assertion_nodes(definition.node):
+            line = node.lineno  # type: ignore[attr-defined]
+            if added is not None and line not in added:
+                continue
+            kind, observed = (
+                (AssertionKind.error_path, set()) if error_path else classify(expr, taint)
+            )
+            first = source.segment(node).splitlines()[0].strip()
+            sites.append(
+                AssertionSite(path, line, definition.qualname, kind, tuple(sorted(observed)), first)
+            )
+        if definition.node.name.startswith("test"):
+            tests.append(_traits(path, definition.qualname, definition.node))
+    return AssertionProfile(tuple(sites), tuple(tests))
+
+
+def profile_test_patch(test_files: Sequence[FileDiff], *, head: TreeReader) -> AssertionProfile:
+    """Profile the added assertions of every Python file of a PR's test patch."""
+    sites: list[AssertionSite] = []
+    tests: list[TestTraits] = []
+    unparsed: list[str] = []
+    for file in test_files:
+        text = head.read(file.path) if file.is_python and not file.is_deleted else None
+        if text is None:
+            continue
+        try:
+            profile = profile_source(file.path, text, None if file.is_new else file.added_lines())
+        except SourceError:
+            unparsed.append(file.path)
+            continue
+        sites.extend(profile.assertions)
+        tests.extend(profile.tests)
+    return AssertionProfile(tuple(sites), tuple(tests), tuple(unparsed))

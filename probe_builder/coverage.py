@@ -1,0 +1,207 @@
+"""Coverage table: promise -> PR-test verdict -> probes -> rejected controls -> survivors.
+
+One row per promise: whether the PR's own tests check it, which probes
+defend it and which controls (snapshot, hollow, each adversarial) each of
+those probes rejects, and which adversarial patches of the promise's
+category survive the PR's original tests (the evidence for a maintainer). A
+probe is *redundant* when every control it rejects is already rejected by
+the original tests. The table is a pydantic model (stored as JSON on the
+task) and renders with rich.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable, Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from probe_builder.verdicts import PromiseCheck
+from task_registry.types import Control, PatchSource, ProbeStatus, PromiseCategory, PromiseVerdict
+
+QUOTE_WIDTH = 70
+
+
+class ControlRef(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    kind: Control
+    adversarial: str | None = None  # the adversarial patch's id when kind is adversarial
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind}:{self.adversarial}" if self.adversarial else str(self.kind)
+
+
+class ProbeCoverage(BaseModel):
+    path: str
+    promise_position: int | None = None
+    status: ProbeStatus = ProbeStatus.proposed
+    rejection_reason: str | None = None
+    golden_passes: int = 0  # out of golden_runs, no skip allowed
+    golden_runs: int = 0
+    rejects: list[ControlRef] = Field(default_factory=list)
+    redundant: bool = False
+
+
+class AdversarialCoverage(BaseModel):
+    id: str
+    source: PatchSource = PatchSource.mechanical
+    operator: str
+    path: str = ""
+    line: int | None = None
+    promise_category: PromiseCategory | None = None
+    description: str = ""
+    survives_original: bool | None = None  # None: not run against the original tests yet
+    rejected_by: list[str] = Field(default_factory=list)  # probe paths
+
+
+class PromiseCoverage(BaseModel):
+    position: int
+    category: PromiseCategory
+    quote: str
+    quantity: str | None = None
+    verdict: PromiseVerdict | None = None
+    evidence: str = ""
+    probes: list[str] = Field(default_factory=list)
+    survivors: list[str] = Field(default_factory=list)  # adversarial ids
+
+
+class CoverageTable(BaseModel):
+    instance_id: str
+    promises: list[PromiseCoverage] = Field(default_factory=list)
+    probes: list[ProbeCoverage] = Field(default_factory=list)
+    adversarials: list[AdversarialCoverage] = Field(default_factory=list)
+    original_rejects: list[ControlRef] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+    def survivors(self) -> list[AdversarialCoverage]:
+        return [a for a in self.adversarials if a.survives_original]
+
+    def redundant_probes(self) -> list[ProbeCoverage]:
+        return [p for p in self.probes if p.redundant]
+
+    def probe(self, path: str) -> ProbeCoverage | None:
+        return next((p for p in self.probes if p.path == path), None)
+
+
+def is_redundant(probe: ProbeCoverage, original_rejects: Iterable[ControlRef]) -> bool:
+    """True when the probe rejects nothing the PR's original tests do not already reject."""
+    return set(probe.rejects) <= set(original_rejects)
+
+
+def _killers(adversarial: AdversarialCoverage, probes: Sequence[ProbeCoverage]) -> list[str]:
+    ref = ControlRef(kind=Control.adversarial, adversarial=adversarial.id)
+    return [p.path for p in probes if ref in p.rejects]
+
+
+def build_coverage_table(
+    instance_id: str,
+    checks: Sequence[PromiseCheck],
+    *,
+    probes: Sequence[ProbeCoverage] = (),
+    adversarials: Sequence[AdversarialCoverage] = (),
+    original_rejects: Sequence[ControlRef] = (),
+    notes: Sequence[str] = (),
+) -> CoverageTable:
+    """Link promises, probes and adversarials; flag redundant probes."""
+    probe_rows = [
+        p.model_copy(update={"redundant": is_redundant(p, original_rejects)}) for p in probes
+    ]
+    adversarial_rows = [
+        a.model_copy(update={"rejected_by": _killers(a, probe_rows)}) for a in adversarials
+    ]
+    promises = []
+    for check in checks:
+        promise = check.promise
+        promises.append(
+            PromiseCoverage(
+                position=promise.position,
+                category=promise.category,
+                quote=promise.quote,
+                quantity=promise.quantity,
+                verdict=check.verdict,
+                evidence=check.evidence,
+                probes=[p.path for p in probe_rows if p.promise_position == promise.position],
+                survivors=[
+                    a.id
+                    for a in adversarial_rows
+                    if a.survives_original and a.promise_category == promise.category
+                ],
+            )
+        )
+    return CoverageTable(
+        instance_id=instance_id,
+        promises=promises,
+        probes=probe_rows,
+        adversarials=adversarial_rows,
+        original_rejects=list(original_rejects),
+        notes=list(notes),
+    )
+
+
+def _probe_cell(table: CoverageTable, paths: Sequence[str]) -> str:
+    lines = []
+    for path in paths:
+        probe = table.probe(path)
+        if probe is None:
+            continue
+        rejects = ", ".join(r.label for r in probe.rejects) or "nothing"
+        flag = " [redundant]" if probe.redundant else ""
+        lines.append(f"{path} ({probe.status}{flag}) rejects {rejects}")
+    return "\n".join(lines) or "-"
+
+
+def _survivor_cell(table: CoverageTable, ids: Sequence[str]) -> str:
+    by_id = {a.id: a for a in table.adversarials}
+    lines = []
+    for adversarial_id in ids:
+        a = by_id[adversarial_id]
+        killed = (
+            f" (rejected by {', '.join(a.rejected_by)})"
+            if a.rejected_by
+            else " (no probe rejects it)"
+        )
+        lines.append(f"{a.id}: {a.description}{killed}")
+    return "\n".join(lines) or "-"
+
+
+def render_coverage(table: CoverageTable) -> Table:
+    """A rich table, one row per promise."""
+    grid = Table(title=f"probe coverage: {table.instance_id}", show_lines=True)
+    for column in (
+        "#",
+        "category",
+        "promise",
+        "PR tests",
+        "probes and the controls they reject",
+        "surviving adversarials",
+    ):
+        grid.add_column(column, overflow="fold")
+    for row in table.promises:
+        quote = row.quote if len(row.quote) <= QUOTE_WIDTH else row.quote[: QUOTE_WIDTH - 1] + "…"
+        cells = (
+            str(row.position),
+            str(row.category),
+            quote,
+            str(row.verdict or "-"),
+            _probe_cell(table, row.probes),
+            _survivor_cell(table, row.survivors),
+        )
+        grid.add_row(*(escape(cell) for cell in cells))  # paths and code may hold [brackets]
+    if table.redundant_probes():
+        grid.caption = escape("redundant: " + ", ".join(p.path for p in table.redundant_probes()))
+    return grid
+
+
+def coverage_text(table: CoverageTable, width: int = 200) -> str:
+    """The rendered table as plain text (logs, comments, tests)."""
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=width, color_system=None, force_terminal=False)
+    console.print(render_coverage(table))
+    for note in table.notes:
+        console.print(note, markup=False)
+    return buffer.getvalue()

@@ -1,0 +1,432 @@
+"""Mutation operators: where on one added line a mechanical adversarial edit can go.
+
+Each finder looks at the syntax nodes that begin on a line the golden patch
+added and proposes one text edit (a :class:`Candidate`). Arid code — logging,
+asserts, docstrings, imports, type hints, ``__repr__``-style methods, f-string
+formatting, lines the PR only re-formatted — yields nothing: a mutant there
+tells a maintainer nothing about a promise (Google's "arid node" rule).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import StrEnum
+
+from probe_builder.pysource import Source, call_name, dotted_name, iter_definitions
+
+
+class MutationOperator(StrEnum):
+    delete_call = "delete_call"
+    arith_swap = "arith_swap"
+    drop_division = "drop_division"
+    mean_sum = "mean_sum"
+    compare_flip = "compare_flip"
+    bool_flip = "bool_flip"
+    constant = "constant"
+    force_branch = "force_branch"
+    early_return = "early_return"
+    drop_clone = "drop_clone"
+    bypass_cache = "bypass_cache"
+
+
+# Calls whose deletion most often breaks a promise (state, memory, traffic, numerics).
+# Matched against the callee's last name, whole underscore-separated words only.
+CRITICAL_CALL = re.compile(
+    r"(?:^|_)(?:reset|invalidate|clear|free|offload|onload|release|synchronize|all_reduce|"
+    r"allreduce|broadcast|all_gather|reduce_scatter|barrier|empty_cache|flush|evict|zero_grad|"
+    r"sync|wait|copy_|update|refresh|unregister)(?:_|$)",
+    re.I,
+)
+LOGGING_CALL = re.compile(
+    r"^(print|pprint|breakpoint)$|(^|\.)(_?logger|_?log|logging|LOG|LOGGER|warnings|console)\."
+    r"|\.(debug|info|warning|warn|error|exception|critical|log_metrics)$|^tqdm\.write$"
+)
+CACHE_NAME = re.compile(r"cache|memo|_hits?\b|lookup", re.I)
+NORMALISER_NAME = re.compile(r"size|count|world|num|len|total|denom|n_|scale|steps", re.I)
+ARID_FUNCTIONS = {"__repr__", "__str__", "__format__", "__rich_repr__", "__hash__", "extra_repr"}
+CLONE_METHODS = {"clone", "detach", "copy", "contiguous", "deepcopy"}
+CACHE_DECORATORS = re.compile(r"(^|\.)(lru_cache|cache|cached_property|memoize)$")
+MEAN_SUM = {
+    "mean": "sum",
+    "sum": "mean",
+    "nanmean": "nansum",
+    "nansum": "nanmean",
+    "AVG": "SUM",
+    "SUM": "AVG",
+}
+
+_BINOP_TOKEN: dict[type[ast.operator], tuple[str, str]] = {
+    ast.Div: (r"(?<![/*])/(?![/=])", "*"),
+    ast.Mult: (r"(?<![*])\*(?![*=])", "/"),
+    ast.Add: (r"\+(?!=)", "-"),
+    ast.Sub: (r"-(?!=)", "+"),
+}
+_AUGOP_TOKEN: dict[type[ast.operator], tuple[str, str]] = {
+    ast.Add: (r"\+=", "-="),
+    ast.Sub: (r"-=", "+="),
+    ast.Mult: (r"\*=", "/="),
+    ast.Div: (r"(?<!/)/=", "*="),
+}
+_COMPARE_TOKEN: dict[type[ast.cmpop], tuple[str, str]] = {
+    ast.IsNot: (r"\bis\s+not\b", "is"),
+    ast.NotIn: (r"\bnot\s+in\b", "in"),
+    ast.Is: (r"\bis\b", "is not"),
+    ast.In: (r"\bin\b", "not in"),
+    ast.LtE: (r"<=", ">"),
+    ast.GtE: (r">=", "<"),
+    ast.Lt: (r"<(?!=)", ">="),
+    ast.Gt: (r">(?!=)", "<="),
+    ast.Eq: (r"==", "!="),
+    ast.NotEq: (r"!=", "=="),
+}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    operator: MutationOperator
+    line: int
+    start: int  # character offsets of the replaced text
+    end: int
+    replacement: str
+    description: str
+    critical: bool = False
+
+
+def _is_docstring(stmt: ast.stmt) -> bool:
+    return (
+        isinstance(stmt, ast.Expr)
+        and isinstance(stmt.value, ast.Constant)
+        and isinstance(stmt.value.value, str)
+    )
+
+
+def is_logging_call(node: ast.AST) -> bool:
+    name = call_name(node)
+    return name is not None and LOGGING_CALL.search(name) is not None
+
+
+def _arid_statement(stmt: ast.stmt) -> bool:
+    if isinstance(
+        stmt, ast.Assert | ast.Import | ast.ImportFrom | ast.Pass | ast.Global | ast.Nonlocal
+    ):
+        return True
+    if isinstance(stmt, ast.AnnAssign) and stmt.value is None:
+        return True
+    return _is_docstring(stmt) or (isinstance(stmt, ast.Expr) and is_logging_call(stmt.value))
+
+
+def arid_lines(source: Source) -> set[int]:
+    """Lines where no mutant is made."""
+    arid: set[int] = set()
+    for definition in iter_definitions(source.tree):
+        if definition.node.name in ARID_FUNCTIONS:
+            arid.update(definition.lines())
+    for node in ast.walk(source.tree):
+        if (
+            isinstance(node, ast.If)
+            and dotted_name(node.test)
+            in (
+                "TYPE_CHECKING",
+                "typing.TYPE_CHECKING",
+            )
+        ) or (isinstance(node, ast.stmt) and _arid_statement(node)):
+            arid.update(range(node.lineno, node.end_lineno + 1))  # type: ignore[operator]
+    return arid
+
+
+def _skipped_subtrees(stmt: ast.stmt) -> set[int]:
+    """ids of nodes under signatures, annotations, f-strings and logging calls."""
+    roots: list[ast.AST] = []
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.arg) and node.annotation is not None:
+            roots.append(node.annotation)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            # Signatures (defaults included) are the contract, not the behaviour.
+            roots.extend(
+                [node.args, *node.decorator_list, *([node.returns] if node.returns else [])]
+            )
+        elif isinstance(node, ast.AnnAssign):
+            roots.append(node.annotation)
+        elif isinstance(node, ast.JoinedStr) or (
+            isinstance(node, ast.Call) and is_logging_call(node)
+        ):
+            roots.append(node)
+    return {id(sub) for root in roots for sub in ast.walk(root)}
+
+
+def _token_edit(
+    source: Source, lo: int, hi: int, pattern: str, replacement: str
+) -> tuple[int, int, str] | None:
+    match = re.search(pattern, source.text[lo:hi])
+    if match is None:
+        return None
+    return lo + match.start(), lo + match.end(), replacement
+
+
+def _candidate(
+    op: MutationOperator, line: int, edit: tuple[int, int, str] | None, text: str, **kw: bool
+) -> Candidate | None:
+    if edit is None:
+        return None
+    return Candidate(op, line, edit[0], edit[1], edit[2], text, **kw)
+
+
+def _binop(source: Source, node: ast.BinOp) -> Candidate | None:
+    line, right = node.lineno, source.segment(node.right)
+    if isinstance(node.op, ast.Div) and NORMALISER_NAME.search(right):
+        start, end = source.span(node)
+        left = source.segment(node.left)
+        return Candidate(
+            MutationOperator.drop_division,
+            line,
+            start,
+            end,
+            f"({left})",
+            f"drop division by {right}",
+        )
+    token = _BINOP_TOKEN.get(type(node.op))
+    if token is None:
+        return None
+    lo, hi = source.span(node.left)[1], source.span(node.right)[0]
+    edit = _token_edit(source, lo, hi, token[0], token[1])
+    return _candidate(MutationOperator.arith_swap, line, edit, f"swap operator to '{token[1]}'")
+
+
+def _compare(source: Source, node: ast.Compare) -> Candidate | None:
+    op = node.ops[0]
+    token = _COMPARE_TOKEN.get(type(op))
+    if token is None:
+        return None
+    lo, hi = source.span(node.left)[1], source.span(node.comparators[0])[0]
+    edit = _token_edit(source, lo, hi, token[0], token[1])
+    return _candidate(
+        MutationOperator.compare_flip, node.lineno, edit, f"flip comparison to '{token[1]}'"
+    )
+
+
+def _boolean(source: Source, node: ast.AST) -> Candidate | None:
+    line = node.lineno  # type: ignore[attr-defined]
+    if isinstance(node, ast.BoolOp):
+        word, other = ("and", "or") if isinstance(node.op, ast.And) else ("or", "and")
+        lo, hi = source.span(node.values[0])[1], source.span(node.values[1])[0]
+        edit = _token_edit(source, lo, hi, rf"\b{word}\b", other)
+        return _candidate(MutationOperator.bool_flip, line, edit, f"'{word}' -> '{other}'")
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        start, end = source.span(node)
+        operand = source.segment(node.operand)
+        return Candidate(MutationOperator.bool_flip, line, start, end, f"({operand})", "drop 'not'")
+    if isinstance(node, ast.Constant) and isinstance(node.value, bool):
+        start, end = source.span(node)
+        return Candidate(
+            MutationOperator.bool_flip,
+            line,
+            start,
+            end,
+            str(not node.value),
+            f"{node.value} -> {not node.value}",
+        )
+    return None
+
+
+def _constant(source: Source, node: ast.Constant) -> Candidate | None:
+    value = node.value
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    new: int | float = value + 1 if isinstance(value, int) else (value * 2 if value else 1.0)
+    start, end = source.span(node)
+    return Candidate(
+        MutationOperator.constant,
+        node.lineno,
+        start,
+        end,
+        repr(new),
+        f"{source.segment(node)} -> {new!r}",
+    )
+
+
+def _call(source: Source, node: ast.Call) -> Candidate | None:
+    func = node.func
+    if not isinstance(func, ast.Attribute):
+        return None
+    receiver = source.segment(func.value)
+    if func.attr in CLONE_METHODS and not node.args:
+        start, end = source.span(node)
+        return Candidate(
+            MutationOperator.drop_clone,
+            node.lineno,
+            start,
+            end,
+            f"({receiver})",
+            f"drop .{func.attr}()",
+        )
+    if func.attr in MEAN_SUM:
+        lo = source.span(func.value)[1]
+        edit = _token_edit(
+            source, lo, source.span(node)[1], rf"\b{func.attr}\b", MEAN_SUM[func.attr]
+        )
+        return _candidate(
+            MutationOperator.mean_sum, node.lineno, edit, f".{func.attr} -> .{MEAN_SUM[func.attr]}"
+        )
+    if func.attr == "get" and CACHE_NAME.search(receiver):
+        start, end = source.span(node)
+        return Candidate(
+            MutationOperator.bypass_cache,
+            node.lineno,
+            start,
+            end,
+            "None",
+            f"bypass lookup in {receiver}",
+        )
+    return None
+
+
+def _reduce_op(source: Source, node: ast.Attribute) -> Candidate | None:
+    if node.attr not in ("AVG", "SUM") or "ReduceOp" not in source.segment(node.value):
+        return None
+    lo, hi = source.span(node.value)[1], source.span(node)[1]
+    edit = _token_edit(source, lo, hi, node.attr, MEAN_SUM[node.attr])
+    return _candidate(
+        MutationOperator.mean_sum,
+        node.lineno,
+        edit,
+        f"ReduceOp.{node.attr} -> {MEAN_SUM[node.attr]}",
+    )
+
+
+def expression_candidates(source: Source, stmt: ast.stmt, line: int) -> Iterator[Candidate]:
+    """Edits of expressions that start on ``line`` inside ``stmt``."""
+    skipped = _skipped_subtrees(stmt)
+    for node in ast.walk(stmt):
+        if id(node) in skipped or getattr(node, "lineno", None) != line or node is stmt:
+            continue
+        if isinstance(node, ast.stmt):
+            continue  # nested statements are handled on their own lines
+        found = _expression(source, node)
+        if found is not None:
+            yield found
+
+
+def _expression(source: Source, node: ast.AST) -> Candidate | None:
+    if isinstance(node, ast.BinOp):
+        return _binop(source, node)
+    if isinstance(node, ast.Compare):
+        return _compare(source, node)
+    if isinstance(node, ast.BoolOp | ast.UnaryOp):
+        return _boolean(source, node)
+    if isinstance(node, ast.Constant):
+        return _boolean(source, node) if isinstance(node.value, bool) else _constant(source, node)
+    if isinstance(node, ast.Call):
+        return _call(source, node)
+    if isinstance(node, ast.Attribute):
+        return _reduce_op(source, node)
+    return None
+
+
+def _delete_call(source: Source, stmt: ast.Expr) -> Candidate | None:
+    value = stmt.value.value if isinstance(stmt.value, ast.Await) else stmt.value
+    if not isinstance(value, ast.Call):
+        return None
+    name = call_name(value) or source.segment(value.func)
+    start, end = source.span(stmt)
+    critical = CRITICAL_CALL.search(name.rsplit(".", 1)[-1]) is not None
+    return Candidate(
+        MutationOperator.delete_call,
+        stmt.lineno,
+        start,
+        end,
+        "pass",
+        f"delete call {name}()",
+        critical,
+    )
+
+
+def _force_branch(source: Source, stmt: ast.If | ast.While) -> Candidate | None:
+    if isinstance(stmt, ast.While):
+        return None
+    test_text = source.segment(stmt.test)
+    start, end = source.span(stmt.test)
+    if CACHE_NAME.search(test_text):
+        return Candidate(
+            MutationOperator.bypass_cache,
+            stmt.lineno,
+            start,
+            end,
+            "False",
+            f"bypass cache check '{test_text}'",
+        )
+    forced = "True" if stmt.orelse else "False"
+    return Candidate(
+        MutationOperator.force_branch,
+        stmt.lineno,
+        start,
+        end,
+        forced,
+        f"'if {test_text}:' -> 'if {forced}:'",
+    )
+
+
+def _cache_decorator(
+    source: Source, stmt: ast.FunctionDef | ast.AsyncFunctionDef, line: int
+) -> Candidate | None:
+    for decorator in stmt.decorator_list:
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        name = dotted_name(target) or ""
+        if decorator.lineno == line and CACHE_DECORATORS.search(name):
+            start = source.offset(line, 0)
+            end = source.offset(line + 1, 0) if line < len(source.lines) else len(source.text)
+            return Candidate(MutationOperator.bypass_cache, line, start, end, "", f"drop @{name}")
+    return None
+
+
+def statement_candidates(source: Source, stmt: ast.stmt, line: int) -> Iterator[Candidate]:
+    """Edits of the statement ``stmt`` itself when it starts on ``line``."""
+    if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+        found = _cache_decorator(source, stmt, line)
+        if found is not None:
+            yield found
+    if stmt.lineno != line:
+        return
+    if isinstance(stmt, ast.Expr):
+        found = _delete_call(source, stmt)
+    elif isinstance(stmt, ast.If | ast.While):
+        found = _force_branch(source, stmt)
+    elif isinstance(stmt, ast.AugAssign) and type(stmt.op) in _AUGOP_TOKEN:
+        pattern, new = _AUGOP_TOKEN[type(stmt.op)]
+        lo, hi = source.span(stmt.target)[1], source.span(stmt.value)[0]
+        found = _candidate(
+            MutationOperator.arith_swap,
+            line,
+            _token_edit(source, lo, hi, pattern, new),
+            f"'{new}' update",
+        )
+    else:
+        found = None
+    if found is not None:
+        yield found
+
+
+def early_return(
+    source: Source, function: ast.FunctionDef | ast.AsyncFunctionDef, line: int
+) -> Candidate | None:
+    """``return`` inserted before a later top-level statement of a procedure."""
+    if any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(function)):
+        return None  # a function with a value would only crash, not violate a promise
+    if any(isinstance(n, ast.Yield | ast.YieldFrom) for n in ast.walk(function)):
+        return None
+    body = function.body[1:] if function.body and _is_docstring(function.body[0]) else function.body
+    for stmt in body[1:]:
+        if stmt.lineno == line and source.starts_line(stmt) and not _arid_statement(stmt):
+            at = source.offset(line, 0)
+            indent = source.indent_of(line)
+            return Candidate(
+                MutationOperator.early_return,
+                line,
+                at,
+                at,
+                f"{indent}return\n",
+                "return before this statement",
+            )
+    return None

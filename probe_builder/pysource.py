@@ -1,0 +1,177 @@
+"""Python source as a syntax tree with positions that map back to the text.
+
+The hollow patch, the mutants and the contract all edit or read source by
+node positions. ``ast`` reports columns in UTF-8 bytes, so :class:`Source`
+converts them to character offsets before any text is cut; edits are applied
+last-first so earlier offsets stay valid.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
+DefNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+
+
+class SourceError(ValueError):
+    """Source that does not parse; the message names the file and the line."""
+
+
+@dataclass(frozen=True)
+class Edit:
+    start: int  # character offsets into the text
+    end: int
+    replacement: str
+
+
+@dataclass
+class Source:
+    path: str
+    text: str
+    tree: ast.Module = field(init=False, repr=False)
+    _line_starts: list[int] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        try:
+            self.tree = ast.parse(self.text, filename=self.path)
+        except (SyntaxError, ValueError) as exc:
+            line = getattr(exc, "lineno", None)
+            raise SourceError(f"{self.path}:{line}: does not parse: {exc}") from None
+        starts, total = [0], 0
+        for line in self.text.splitlines(keepends=True):
+            total += len(line)
+            starts.append(total)
+        self._line_starts = starts
+
+    @property
+    def lines(self) -> list[str]:
+        return self.text.splitlines(keepends=True)
+
+    def offset(self, lineno: int, col_bytes: int) -> int:
+        """Character offset of (1-based line, UTF-8 byte column)."""
+        start = self._line_starts[lineno - 1]
+        line = (
+            self.text[start : self._line_starts[lineno]] if lineno < len(self._line_starts) else ""
+        )
+        return start + len(line.encode("utf-8")[:col_bytes].decode("utf-8", "ignore"))
+
+    def span(self, node: ast.AST) -> tuple[int, int]:
+        start = self.offset(node.lineno, node.col_offset)  # type: ignore[attr-defined]
+        end = self.offset(node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
+        return start, end
+
+    def segment(self, node: ast.AST) -> str:
+        start, end = self.span(node)
+        return self.text[start:end]
+
+    def line_text(self, lineno: int) -> str:
+        return self.text[self._line_starts[lineno - 1] : self._line_starts[lineno]]
+
+    def indent_of(self, lineno: int) -> str:
+        line = self.line_text(lineno)
+        return line[: len(line) - len(line.lstrip(" \t"))]
+
+    def starts_line(self, node: ast.AST) -> bool:
+        """True when nothing but indentation precedes ``node`` on its line."""
+        start = self.offset(node.lineno, node.col_offset)  # type: ignore[attr-defined]
+        return self.text[self._line_starts[node.lineno - 1] : start].strip() == ""  # type: ignore[attr-defined]
+
+
+def apply_edits(text: str, edits: Iterable[Edit]) -> str:
+    """Apply non-overlapping edits (given in any order)."""
+    out = text
+    last_start = len(text) + 1
+    for edit in sorted(edits, key=lambda e: e.start, reverse=True):
+        if edit.end > last_start:
+            raise ValueError(f"overlapping edits at offset {edit.start}")
+        out = out[: edit.start] + edit.replacement + out[edit.end :]
+        last_start = edit.start
+    return out
+
+
+@dataclass(frozen=True)
+class Definition:
+    qualname: str
+    node: DefNode
+    parents: tuple[DefNode, ...]
+
+    @property
+    def first_line(self) -> int:
+        """The first line of the definition, decorators included."""
+        decorators = [d.lineno for d in self.node.decorator_list]
+        return min([self.node.lineno, *decorators])
+
+    @property
+    def is_function(self) -> bool:
+        return isinstance(self.node, ast.FunctionDef | ast.AsyncFunctionDef)
+
+    @property
+    def is_method(self) -> bool:
+        return (
+            self.is_function and bool(self.parents) and isinstance(self.parents[-1], ast.ClassDef)
+        )
+
+    def lines(self) -> range:
+        return range(self.first_line, self.node.end_lineno + 1)  # type: ignore[operator]
+
+
+def iter_definitions(tree: ast.AST) -> Iterator[Definition]:
+    """Every function, method and class, outer before inner, with qualified names."""
+
+    def walk(node: ast.AST, parents: tuple[DefNode, ...], prefix: str) -> Iterator[Definition]:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                qualname = f"{prefix}{child.name}"
+                yield Definition(qualname, child, parents)
+                yield from walk(child, (*parents, child), qualname + ".")
+            elif not isinstance(child, ast.expr):
+                yield from walk(child, parents, prefix)
+
+    yield from walk(tree, (), "")
+
+
+def touched_functions(tree: ast.AST, lines: Iterable[int]) -> list[Definition]:
+    """Outermost functions (not classes) whose span, decorators included, holds a line."""
+    wanted = set(lines)
+    found: list[Definition] = []
+    for definition in iter_definitions(tree):
+        if not definition.is_function:
+            continue
+        if any(isinstance(p, ast.FunctionDef | ast.AsyncFunctionDef) for p in definition.parents):
+            continue  # an enclosing function is hollowed whole
+        if wanted.intersection(definition.lines()):
+            found.append(definition)
+    return found
+
+
+def dotted_name(node: ast.AST) -> str | None:
+    """``a.b.c`` for a Name/Attribute chain, else None."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def call_name(node: ast.AST) -> str | None:
+    """The dotted callee of a call (``torch.cuda.synchronize``), or its last attribute."""
+    if not isinstance(node, ast.Call):
+        return None
+    name = dotted_name(node.func)
+    if name is not None:
+        return name
+    return node.func.attr if isinstance(node.func, ast.Attribute) else None
+
+
+def module_name(path: str) -> str:
+    """``pkg/sub/mod.py`` -> ``pkg.sub.mod``; ``pkg/__init__.py`` -> ``pkg``."""
+    parts = path[:-3].split("/") if path.endswith(".py") else path.split("/")
+    if parts and parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)

@@ -1,0 +1,60 @@
+"""Patch split: a PR's diff into the golden patch (non-test files) and the test patch.
+
+Which file is a test is the repository's convention (the watch file's
+``tests.globs``), matched with the miner's own glob matcher so both count the
+same files; a file counts by its new path, or its old path when the PR
+deletes it. Each file's
+diff text is kept verbatim, so golden + test re-joined is the PR's diff.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pr_miner.paths import PathMatcher
+from probe_builder.diffs import FileDiff, join_diffs, parse_diff
+
+
+@dataclass(frozen=True)
+class PatchSplit:
+    golden: str
+    test: str
+    golden_files: tuple[FileDiff, ...]
+    test_files: tuple[FileDiff, ...]
+
+    @property
+    def golden_paths(self) -> tuple[str, ...]:
+        return tuple(f.path for f in self.golden_files)
+
+    @property
+    def test_paths(self) -> tuple[str, ...]:
+        return tuple(f.path for f in self.test_files)
+
+    @property
+    def golden_python(self) -> tuple[FileDiff, ...]:
+        return tuple(f for f in self.golden_files if f.is_python and not f.is_deleted)
+
+    @property
+    def test_python(self) -> tuple[FileDiff, ...]:
+        return tuple(f for f in self.test_files if f.is_python and not f.is_deleted)
+
+
+def is_test_path(path: str, test_globs: Sequence[str]) -> bool:
+    return PathMatcher(test_globs).matches(path)
+
+
+def split_files(
+    files: Sequence[FileDiff], *, test_globs: Sequence[str]
+) -> tuple[tuple[FileDiff, ...], tuple[FileDiff, ...]]:
+    """(golden, test) file diffs, order kept."""
+    matcher = PathMatcher(test_globs)
+    tests = tuple(f for f in files if matcher.matches(f.path))
+    golden = tuple(f for f in files if not matcher.matches(f.path))
+    return golden, tests
+
+
+def split_patch(diff: str, *, test_globs: Sequence[str]) -> PatchSplit:
+    """Split a PR's ``git diff`` with the repository's test globs."""
+    golden, tests = split_files(parse_diff(diff), test_globs=test_globs)
+    return PatchSplit(join_diffs(golden), join_diffs(tests), golden, tests)

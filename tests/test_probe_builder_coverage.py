@@ -1,0 +1,133 @@
+"""Coverage table: promises linked to verdicts, probes, rejected controls and survivors."""
+
+from __future__ import annotations
+
+from probe_builder.coverage import (
+    AdversarialCoverage,
+    ControlRef,
+    CoverageTable,
+    ProbeCoverage,
+    build_coverage_table,
+    coverage_text,
+    is_redundant,
+)
+from probe_builder.promises import ExtractedPromise
+from probe_builder.verdicts import PromiseCheck
+from task_registry.types import Control, ProbeStatus, PromiseCategory, PromiseVerdict
+
+SNAPSHOT = ControlRef(kind=Control.snapshot)
+HOLLOW = ControlRef(kind=Control.hollow)
+
+
+def _adv(adversarial_id: str) -> ControlRef:
+    return ControlRef(kind=Control.adversarial, adversarial=adversarial_id)
+
+
+def _table() -> CoverageTable:
+    checks = [
+        PromiseCheck(
+            ExtractedPromise(
+                category=PromiseCategory.state, quote="reset empties the cache", position=1
+            ),
+            PromiseVerdict.exercised,
+            "run by test_lookup",
+        ),
+        PromiseCheck(
+            ExtractedPromise(
+                category=PromiseCategory.numeric, quote="gradients are averaged", position=2
+            ),
+            PromiseVerdict.checked,
+            "tests/test_g.py:4",
+        ),
+    ]
+    probes = [
+        ProbeCoverage(
+            path="probes/test_reset.py",
+            promise_position=1,
+            status=ProbeStatus.accepted,
+            golden_passes=3,
+            golden_runs=3,
+            rejects=[SNAPSHOT, HOLLOW, _adv("m.py:5:delete_call")],
+        ),
+        ProbeCoverage(
+            path="probes/test_mean.py",
+            promise_position=2,
+            status=ProbeStatus.accepted,
+            golden_passes=3,
+            golden_runs=3,
+            rejects=[SNAPSHOT, HOLLOW],
+        ),
+    ]
+    adversarials = [
+        AdversarialCoverage(
+            id="m.py:5:delete_call",
+            operator="delete_call",
+            promise_category=PromiseCategory.state,
+            description="delete call self._entries.clear()",
+            survives_original=True,
+        ),
+        AdversarialCoverage(
+            id="g.py:3:mean_sum",
+            operator="mean_sum",
+            promise_category=PromiseCategory.numeric,
+            description=".mean -> .sum",
+            survives_original=False,
+        ),
+        AdversarialCoverage(
+            id="g.py:9:constant",
+            operator="constant",
+            promise_category=PromiseCategory.numeric,
+            description="2 -> 3",
+            survives_original=None,
+        ),
+    ]
+    return build_coverage_table(
+        "o__r-1",
+        checks,
+        probes=probes,
+        adversarials=adversarials,
+        original_rejects=[SNAPSHOT, HOLLOW, _adv("g.py:3:mean_sum")],
+        notes=["3 mutants, 1 survivor"],
+    )
+
+
+def test_promises_link_their_probes_and_surviving_adversarials():
+    table = _table()
+    state, numeric = table.promises
+    assert (state.verdict, state.probes, state.survivors) == (
+        PromiseVerdict.exercised,
+        ["probes/test_reset.py"],
+        ["m.py:5:delete_call"],
+    )
+    assert (numeric.probes, numeric.survivors) == (
+        ["probes/test_mean.py"],
+        [],
+    )  # the mean->sum mutant fails the PR's tests
+    assert [a.id for a in table.survivors()] == ["m.py:5:delete_call"]
+    assert table.adversarials[0].rejected_by == ["probes/test_reset.py"]
+
+
+def test_a_probe_that_rejects_only_what_the_original_tests_reject_is_redundant():
+    table = _table()
+    assert [p.path for p in table.redundant_probes()] == ["probes/test_mean.py"]
+    assert not is_redundant(table.probes[0], table.original_rejects)
+    assert is_redundant(ProbeCoverage(path="p.py", rejects=[]), [])  # rejects nothing at all
+
+
+def test_table_round_trips_through_json():
+    table = _table()
+    assert CoverageTable.model_validate_json(table.model_dump_json()) == table
+
+
+def test_rendered_table_shows_each_promise_its_probes_controls_and_survivors():
+    text = coverage_text(_table(), width=400)
+    assert "probe coverage: o__r-1" in text
+    assert "reset empties the cache" in text and "exercised" in text
+    assert "rejects snapshot, hollow, adversarial:m.py:5:delete_call" in text
+    assert (
+        "m.py:5:delete_call: delete call self._entries.clear() (rejected by probes/test_reset.py)"
+        in text
+    )
+    assert "probes/test_mean.py (accepted [redundant]) rejects snapshot, hollow" in text
+    assert "redundant: probes/test_mean.py" in text
+    assert "3 mutants, 1 survivor" in text

@@ -1,0 +1,71 @@
+"""A task's material from one real git PR: every part, consistent with the others."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from probe_builder.authors import AuthorRequest, MechanicalAuthor, ProposedPatch, ProposedProbe
+from probe_builder.material import PullRequest, build_material
+from probe_builder.statement import Hardware
+from task_registry.types import PromiseCategory, PromiseVerdict
+from tests.probe_builder_support import TEST_GLOBS, cache_pr
+
+BODY = """\
+### What does this PR do?
+
+Add a key-value cache that counts hits.
+Calling `reset()` empties the cache so that later lookups recompute.
+"""
+
+
+def test_material_of_a_pr_is_complete_and_consistent(tmp_path):
+    fixture = cache_pr(tmp_path)
+    pr = PullRequest(
+        fixture.repo,
+        fixture.base,
+        fixture.head,
+        "[trainer] feat: counting KV cache (#1)",
+        BODY,
+        "o__r-1",
+    )
+    material = build_material(pr, test_globs=TEST_GLOBS, hardware=Hardware(gpus=1))
+    assert material.split.test_paths == ("tests/test_cache.py",)
+    assert material.lint.ok and material.leaks.ok and material.notes == ()
+    assert "`pkg.cache.KVCache.lookup`" in material.statement
+    verdicts = {c.promise.quote: c.verdict for c in material.checks}
+    # The PR's test looks up twice but never resets: the reset promise is run, not checked.
+    assert (
+        verdicts["Calling `reset()` empties the cache so that later lookups recompute."]
+        is PromiseVerdict.exercised
+    )
+    assert {p.category for p in material.promises} >= {PromiseCategory.state}
+    assert material.hollow.functions and material.adversarials
+    for patch in (material.hollow.patch, *(a.patch for a in material.adversarials)):
+        fixture.apply_check(patch)
+
+
+@dataclass
+class QuotingAuthor(MechanicalAuthor):
+    """An author whose wording quotes the golden patch."""
+
+    name: str = "quoting"
+
+    def word_statement(self, request: AuthorRequest) -> str:
+        return (
+            request.statement
+            + "\nImplement it as `value = compute(key) if compute is not None else None`.\n"
+        )
+
+    def propose_probes(self, request: AuthorRequest) -> list[ProposedProbe]:
+        return []
+
+    def propose_adversarials(self, request: AuthorRequest) -> list[ProposedPatch]:
+        return []
+
+
+def test_a_leaking_author_statement_is_replaced_by_the_rendered_one_with_a_note(tmp_path):
+    fixture = cache_pr(tmp_path)
+    pr = PullRequest(fixture.repo, fixture.base, fixture.head, "counting KV cache", BODY)
+    material = build_material(pr, test_globs=TEST_GLOBS, author=QuotingAuthor())
+    assert "Implement it as" not in material.statement and material.leaks.ok
+    assert material.notes[0].startswith("author's statement rejected: golden_code")

@@ -1,0 +1,173 @@
+"""Mechanical adversarial patches: diff-scoped, arid-free, limited, deterministic, appliable."""
+
+from __future__ import annotations
+
+import pytest
+
+from probe_builder.diffs import parse_diff
+from probe_builder.mutants import generate_mutants
+from probe_builder.mutation_ops import MutationOperator
+from task_registry.types import PromiseCategory
+from tests.probe_builder_support import cache_pr, make_pr
+
+
+def _mutants(tmp_path, base: str, head: str, **kwargs):
+    pr = make_pr(tmp_path, {"m.py": base}, {"m.py": head})
+    return pr, generate_mutants(
+        pr.split.golden_files, base=pr.base_tree, head=pr.head_tree, **kwargs
+    )
+
+
+def _lines_differing_from_golden(pr, patch: str, where, path: str = "m.py") -> set[int]:
+    """Post-change line numbers where the mutant's file differs from the golden file."""
+    mutated = (pr.apply(patch, where) / path).read_text().splitlines()
+    golden = pr.head_tree.read(path).splitlines()
+    return {i for i, (a, b) in enumerate(zip(mutated, golden, strict=False), 1) if a != b}
+
+
+BASE = "def f(x, n):\n    y = x / n\n    return y\n"
+
+
+@pytest.mark.parametrize(
+    ("added", "operator", "category"),
+    [
+        ("    cache.clear()\n", MutationOperator.delete_call, PromiseCategory.state),
+        (
+            "    torch.distributed.all_reduce(x)\n",
+            MutationOperator.delete_call,
+            PromiseCategory.numeric,
+        ),
+        ("    model.offload_params()\n", MutationOperator.delete_call, PromiseCategory.memory),
+        ("    z = x / world_size\n", MutationOperator.drop_division, PromiseCategory.numeric),
+        ("    z = x / y\n", MutationOperator.arith_swap, PromiseCategory.numeric),
+        ("    z = x.mean()\n", MutationOperator.mean_sum, PromiseCategory.numeric),
+        ("    z = x < y\n", MutationOperator.compare_flip, PromiseCategory.functional),
+        ("    z = x and y\n", MutationOperator.bool_flip, PromiseCategory.functional),
+        ("    z = 3\n", MutationOperator.constant, PromiseCategory.numeric),
+        ("    if x:\n        z = 1\n", MutationOperator.force_branch, PromiseCategory.functional),
+        ("    z = x.clone()\n", MutationOperator.drop_clone, PromiseCategory.state),
+        (
+            "    if x in self._cache:\n        z = 1\n",
+            MutationOperator.bypass_cache,
+            PromiseCategory.state,
+        ),
+        ("    z = self.memo.get(x)\n", MutationOperator.bypass_cache, PromiseCategory.state),
+        (
+            "    if capturing_cuda_graph:\n        z = 1\n",
+            MutationOperator.force_branch,
+            PromiseCategory.mode,
+        ),
+    ],
+)
+def test_each_operator_mutates_an_added_line_and_names_its_category(
+    tmp_path, added, operator, category
+):
+    head = (
+        "def f(x, y, cache, model, torch, world_size, self, capturing_cuda_graph):\n    z = 0\n"
+        + added
+        + "    return z\n"
+    )
+    base = "def f(x, y, cache, model, torch, world_size, self, capturing_cuda_graph):\n    z = 0\n    return z\n"
+    _, mutants = _mutants(tmp_path, base, head)
+    assert mutants[0].line == 3
+    assert mutants[0].operator is operator
+    assert mutants[0].promise_category is category
+
+
+def test_early_return_skips_the_rest_of_a_procedure(tmp_path):
+    base = "class A:\n    def step(self):\n        self.n = 0\n"
+    head = (
+        "class A:\n    def step(self):\n        self.n = 0\n        self.version = self.version\n"
+    )
+    _, mutants = _mutants(tmp_path, base, head)
+    assert [(m.operator, m.line, m.after) for m in mutants] == [
+        (MutationOperator.early_return, 4, "return")
+    ]
+
+
+def test_only_lines_the_golden_patch_added_are_mutated(tmp_path):
+    base = "def f(x, n):\n    y = x / n\n    if x:\n        y = y - 1\n    return y\n"
+    head = (
+        "def f(x, n):\n    y = x / n\n    if x:\n        y = y - 1\n    z = y * 2\n    return z\n"
+    )
+    pr, mutants = _mutants(tmp_path, base, head)
+    (golden,) = pr.split.golden_files
+    assert mutants and {m.line for m in mutants} <= golden.added_lines()
+    for index, mutant in enumerate(mutants):
+        assert _lines_differing_from_golden(pr, mutant.patch, tmp_path / f"m{index}") == {
+            mutant.line
+        }
+
+
+@pytest.mark.parametrize(
+    "arid",
+    [
+        '    logger.info("x=%d", x / n)\n',
+        "    assert x > 0, x / n\n",
+        '    """A docstring line."""\n',
+        "    y: float\n",
+        "    import math\n",
+        '    print(f"{x / n}")\n',
+    ],
+)
+def test_arid_lines_get_no_mutant(tmp_path, arid):
+    base = "def f(x, n, logger):\n    return x\n"
+    head = "def f(x, n, logger):\n" + arid + "    return x\n"
+    _, mutants = _mutants(tmp_path, base, head)
+    assert mutants == ()
+
+
+def test_repr_methods_type_hints_and_reformatted_lines_get_no_mutant(tmp_path):
+    base = "class A:\n    def g(self, x):\n        return x+1\n"
+    head = (
+        "class A:\n    def g(self, x):\n        return x + 1\n\n"
+        "    def __repr__(self) -> str:\n        return 'A(%d)' % (self.n + 1)\n\n"
+        "    def h(self, x: int = 3) -> float:\n        return 0.0\n"
+    )
+    _, mutants = _mutants(tmp_path, base, head)
+    # x+1 -> x + 1 is formatting; __repr__ is arid; the signature of h is the contract.
+    assert [m.line for m in mutants] == [9]
+
+
+def test_at_most_one_mutant_per_line_and_seven_per_file(tmp_path):
+    base = "def f(a, b):\n    return a\n"
+    body = "".join(f"    v{i} = a / b + {i}\n" for i in range(20))
+    _, mutants = _mutants(tmp_path, base, "def f(a, b):\n" + body + "    return a\n")
+    assert len(mutants) == 7
+    assert len({m.line for m in mutants}) == 7
+    _, more = _mutants(
+        tmp_path / "x", base, "def f(a, b):\n" + body + "    return a\n", max_per_file=50
+    )
+    assert len(more) == 20
+
+
+def test_per_file_limit_spreads_over_operators(tmp_path):
+    base = "def f(a, b, c):\n    return a\n"
+    body = "".join(f"    v{i} = {i}\n" for i in range(10)) + "    c.reset()\n    w = a.mean()\n"
+    _, mutants = _mutants(tmp_path, base, "def f(a, b, c):\n" + body + "    return a\n")
+    operators = [m.operator for m in mutants]
+    assert MutationOperator.delete_call in operators and MutationOperator.mean_sum in operators
+
+
+def test_generation_is_deterministic(tmp_path):
+    pr = cache_pr(tmp_path)
+    first = generate_mutants(pr.split.golden_files, base=pr.base_tree, head=pr.head_tree)
+    second = generate_mutants(pr.split.golden_files, base=pr.base_tree, head=pr.head_tree)
+    assert first == second and len(first) >= 5
+    assert len({m.id for m in first}) == len(first)
+
+
+def test_every_mutant_is_the_whole_golden_patch_with_one_edit_and_applies_to_the_base(tmp_path):
+    pr = cache_pr(tmp_path)
+    mutants = generate_mutants(pr.split.golden_files, base=pr.base_tree, head=pr.head_tree)
+    golden_paths = {f.path for f in pr.split.golden_files}
+    for mutant in mutants:
+        assert {f.path for f in parse_diff(mutant.patch)} == golden_paths
+        assert mutant.patch != pr.split.golden
+        pr.apply_check(mutant.patch)
+    by_line = {(m.path, m.line): m for m in mutants}
+    assert ("pkg/cache.py", 29) not in by_line  # logger.debug: arid
+    assert any(m.operator is MutationOperator.bypass_cache for m in mutants)
+    assert any(
+        m.operator is MutationOperator.delete_call and "clear" in m.description for m in mutants
+    )
