@@ -16,7 +16,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from bot.cli_envs import envs_app
 from bot.cli_mine import candidates_app, mine_app
+from bot.cli_runners import runners_app
 from bot.context import AppContext
 from bot.settings import Settings
 
@@ -33,6 +35,8 @@ db_app = typer.Typer(help="Create and migrate the registry schema.", no_args_is_
 config_app = typer.Typer(help="Check settings and the watch file.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(config_app, name="config")
+app.add_typer(envs_app, name="envs")
+app.add_typer(runners_app, name="runners")
 app.add_typer(mine_app, name="mine")
 app.add_typer(candidates_app, name="candidates")
 

@@ -1,0 +1,7 @@
+"""The root of every error the shared-environment code raises, so callers can catch them as one."""
+
+from __future__ import annotations
+
+
+class EnvError(RuntimeError):
+    """Something about a shared environment went wrong; the message says what."""

@@ -1,0 +1,135 @@
+"""Find the modules a task's tests import but the environment lacks, and decide what to add.
+
+Requirement files are often incomplete. Collecting the tests (``pytest
+--collect-only``) imports every test module and conftest; the import errors
+it prints name the missing modules. Each is mapped to a distribution and
+judged: added, or refused with a reason (the standard library, the repository's
+own code, a distribution the config excludes, one already tried).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.utils import canonicalize_name
+
+from runners.env.config import RepoEnvConfig
+from runners.env.distributions import distribution_for
+from runners.env.manifest import Repair, RepairOutcome
+from runners.types import EnvironmentRef
+
+COLLECT_TIMEOUT_S = 900.0
+OUTPUT_TAIL_CHARS = 6000
+
+# Messages that name a module (or library) the environment lacks. Data, not if-chains.
+MISSING_MODULE_SIGNATURES: tuple[re.Pattern[str], ...] = (
+    re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'"),
+    re.compile(r"ImportError: No module named '?([\w.]+)'?"),
+    # transformers' own check: "... requires the protobuf library but it was not found ..."
+    re.compile(r"requires the ([\w.-]+) library but it was not found"),
+)
+# Variables a collection run may inherit from the host; everything else is left out.
+PASSED_THROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT")
+
+
+@dataclass(frozen=True)
+class Collection:
+    returncode: int
+    output: str  # tail of pytest's stdout and stderr
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+
+def collect(
+    ref: EnvironmentRef, worktree: Path, tests: Sequence[str], timeout_s: float = COLLECT_TIMEOUT_S
+) -> Collection:
+    """Run ``pytest --collect-only`` for ``tests`` in ``worktree`` with environment ``ref``."""
+    env = {k: os.environ[k] for k in PASSED_THROUGH if k in os.environ}
+    env.update(ref.env)
+    env["PYTHONPATH"] = str(worktree)
+    cmd = [str(ref.python), "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
+    try:
+        done = subprocess.run(
+            [*cmd, *tests],
+            cwd=worktree,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        return Collection(-1, f"collection timed out after {timeout_s:.0f}s: {exc}")
+    return Collection(done.returncode, (done.stdout + done.stderr)[-OUTPUT_TAIL_CHARS:])
+
+
+def missing_modules(output: str) -> list[str]:
+    """Modules named by import errors in ``output``, first appearance first, each once."""
+    found: dict[str, None] = {}
+    for pattern in MISSING_MODULE_SIGNATURES:
+        for match in pattern.finditer(output):
+            found.setdefault(match.group(1), None)
+    return list(found)
+
+
+def judge(
+    module: str,
+    *,
+    round_: int,
+    worktree: Path,
+    config: RepoEnvConfig,
+    tried: set[str],
+) -> Repair:
+    """What to do about one missing module: a :class:`Repair` whose outcome says it."""
+    distribution = distribution_for(module)
+    top = module.split(".")[0]
+    if top in sys.stdlib_module_names:
+        return Repair(
+            module=module,
+            distribution=None,
+            round=round_,
+            outcome=RepairOutcome.not_installable,
+            detail="standard library module",
+        )
+    if _is_own_module(worktree, top):
+        return Repair(
+            module=module,
+            distribution=None,
+            round=round_,
+            outcome=RepairOutcome.not_installable,
+            detail="the repository's own module: a path or setup problem, not a package",
+        )
+    if canonicalize_name(distribution) in config.excluded_names:
+        return Repair(
+            module=module,
+            distribution=distribution,
+            round=round_,
+            outcome=RepairOutcome.excluded,
+            detail="excluded by the environment config",
+        )
+    if canonicalize_name(distribution) in tried:
+        return Repair(
+            module=module,
+            distribution=distribution,
+            round=round_,
+            outcome=RepairOutcome.unresolvable,
+            detail="already added once and still missing",
+        )
+    return Repair(
+        module=module, distribution=distribution, round=round_, outcome=RepairOutcome.added
+    )
+
+
+def _is_own_module(worktree: Path, top: str) -> bool:
+    return any(
+        (base / top).is_dir() or (base / f"{top}.py").is_file()
+        for base in (worktree, worktree / "src")
+    )

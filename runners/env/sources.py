@@ -1,0 +1,202 @@
+"""Read a repository's declared dependencies at one commit, straight from git.
+
+Files are read with ``git show COMMIT:path`` so no work tree is needed and a
+bare mirror stays untouched. Sources: requirement files (following ``-r``
+includes), ``[project.dependencies]`` and chosen extras of ``pyproject.toml``,
+and a literal ``install_requires`` in ``setup.py``. Lines a resolver cannot use
+here (editable paths, VCS URLs, index options) are dropped and listed, never
+silently lost.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import subprocess
+import tomllib
+from dataclasses import dataclass, replace
+from pathlib import Path, PurePosixPath
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+from runners.env.config import RepoEnvConfig
+from runners.env.errors import EnvError
+from runners.env.setup_py import static_setup_requirements
+
+
+class SourceError(EnvError):
+    """The commit or a file in it could not be read."""
+
+
+@dataclass(frozen=True)
+class DroppedLine:
+    source: str
+    line: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class RequirementInputs:
+    """The requirement lines a repository declares at a commit, after the config's edits."""
+
+    requirements: tuple[str, ...]
+    sources: tuple[str, ...]  # files that contributed
+    dropped: tuple[DroppedLine, ...] = ()
+    project_name: str | None = None
+    commit: str = ""  # the full hash the commit name resolved to
+
+
+def read_requirements(repo: Path, commit: str, config: RepoEnvConfig) -> RequirementInputs:
+    """Collect the declared requirements of ``repo`` at ``commit`` as ``config`` says."""
+    reader = _GitReader(repo, commit)
+    collected: list[tuple[str, str]] = []  # (source, line)
+    sources: list[str] = []
+    project_name = _collect_pyproject(reader, config, collected, sources)
+    seen: set[str] = set()  # a file included by another and matched by a glob is read once
+    for path in _matching_files(reader.files(), config.requirement_files):
+        _collect_requirement_file(reader, path, collected, sources, seen)
+    if config.use_setup_py and "setup.py" in reader.files():
+        lines = static_setup_requirements(reader.show("setup.py"), config.extras)
+        if lines is not None:
+            sources.append("setup.py")
+            collected.extend(("setup.py", line) for line in lines)
+    collected.extend(("config.add", line) for line in config.add)
+    inputs = _filter(collected, tuple(sources), config, project_name)
+    return replace(inputs, commit=reader.full_hash())
+
+
+class _GitReader:
+    def __init__(self, repo: Path, commit: str) -> None:
+        self.repo, self.commit = repo, commit
+        self._files: frozenset[str] | None = None
+
+    def files(self) -> frozenset[str]:
+        if self._files is None:
+            out = self._git("ls-tree", "-r", "--name-only", self.commit)
+            self._files = frozenset(out.splitlines())
+        return self._files
+
+    def full_hash(self) -> str:
+        return self._git("rev-parse", "--verify", f"{self.commit}^{{commit}}").strip()
+
+    def show(self, path: str) -> str:
+        return self._git("show", f"{self.commit}:{path}")
+
+    def _git(self, *args: str) -> str:
+        done = subprocess.run(
+            ["git", "-C", str(self.repo), *args], capture_output=True, text=True, check=False
+        )
+        if done.returncode != 0:
+            raise SourceError(f"git {' '.join(args)} in {self.repo}: {done.stderr.strip()}")
+        return done.stdout
+
+
+def _matching_files(files: frozenset[str], patterns: tuple[str, ...]) -> list[str]:
+    return sorted(path for path in files if any(_matches(path, p) for p in patterns))
+
+
+def _matches(path: str, pattern: str) -> bool:
+    # fnmatch's "*" crosses "/": "requirements*.txt" must not take requirements/cuda.txt.
+    return path.count("/") == pattern.count("/") and fnmatch.fnmatchcase(path, pattern)
+
+
+def _collect_pyproject(
+    reader: _GitReader,
+    config: RepoEnvConfig,
+    collected: list[tuple[str, str]],
+    sources: list[str],
+) -> str | None:
+    if "pyproject.toml" not in reader.files():
+        return None
+    try:
+        project = tomllib.loads(reader.show("pyproject.toml")).get("project", {})
+    except tomllib.TOMLDecodeError as exc:
+        raise SourceError(f"pyproject.toml at {reader.commit}: {exc}") from None
+    if config.use_pyproject:
+        lines = list(project.get("dependencies", []))
+        optional = project.get("optional-dependencies", {})
+        for extra in config.extras:
+            lines.extend(optional.get(extra, []))
+        if lines:
+            sources.append("pyproject.toml")
+            collected.extend(("pyproject.toml", line) for line in lines)
+    name = project.get("name")
+    return str(name) if name else None
+
+
+def _collect_requirement_file(
+    reader: _GitReader,
+    path: str,
+    collected: list[tuple[str, str]],
+    sources: list[str],
+    seen: set[str],
+) -> None:
+    if path in seen or path not in reader.files():
+        return
+    seen.add(path)
+    sources.append(path)
+    for raw in reader.show(path).splitlines():
+        line = raw.split(" #")[0].strip()
+        if not line or line.startswith("#"):
+            continue
+        include = _include_target(line)
+        if include is not None:
+            target = str(PurePosixPath(path).parent / include)
+            _collect_requirement_file(reader, target, collected, sources, seen)
+            continue
+        collected.append((path, line))
+
+
+def _include_target(line: str) -> str | None:
+    for flag in ("-r ", "--requirement ", "-c ", "--constraint "):
+        if line.startswith(flag):
+            return line[len(flag) :].strip()
+    return None
+
+
+# Why a line cannot reach the resolver: (prefix, reason). Data, so new cases are one row.
+_UNUSABLE_PREFIXES = (
+    ("-e", "editable install: the repository itself is installed per run"),
+    ("--editable", "editable install: the repository itself is installed per run"),
+    ("-", "pip option: index and install options come from the runner"),
+    (".", "local path: the repository itself is installed per run"),
+    ("git+", "VCS URL: only the package index is reachable"),
+    ("http", "URL: only the package index is reachable"),
+)
+
+
+def _filter(
+    collected: list[tuple[str, str]],
+    sources: tuple[str, ...],
+    config: RepoEnvConfig,
+    project_name: str | None,
+) -> RequirementInputs:
+    kept: list[str] = []
+    dropped: list[DroppedLine] = []
+    own = canonicalize_name(project_name) if project_name else None
+    for source, line in collected:
+        reason = _drop_reason(line, config, own)
+        if reason is None:
+            kept.append(line)
+        else:
+            dropped.append(DroppedLine(source, line, reason))
+    unique = tuple(dict.fromkeys(kept))
+    return RequirementInputs(unique, sources, tuple(dropped), project_name)
+
+
+def _drop_reason(line: str, config: RepoEnvConfig, own: str | None) -> str | None:
+    for prefix, reason in _UNUSABLE_PREFIXES:
+        if line.startswith(prefix):
+            return reason
+    try:
+        requirement = Requirement(line)
+    except InvalidRequirement as exc:
+        return f"not a requirement: {exc}"
+    name = canonicalize_name(requirement.name)
+    if requirement.url:
+        return "direct URL: only the package index is reachable"
+    if name == own:
+        return "the repository itself: installed per run"
+    if name in config.excluded_names:
+        return "excluded by the repository's environment config"
+    return None

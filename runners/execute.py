@@ -1,0 +1,202 @@
+"""The one function callers use for a test run: ``execute(request, backend, workspace_root=...)``.
+
+It works out the hardware the run needs (the request's, raised by the
+``probe_gpu(n)`` marks of its probes), answers *unschedulable* when the
+backend cannot offer it, and retries system faults a bounded number of
+times. A backend that runs pytest on this host (:class:`TreeRunner`, the
+local backend) gets a prepared tree: work tree at the base commit → patches
+(refused or unappliable ends the run) → test overlay → setup commands and
+pytest → fault classification. Any other backend (Docker, a self-hosted
+Actions runner) gets the request and prepares the tree where it runs.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+from dataclasses import replace
+from functools import partial
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from runners.faults import DEFAULT_RETRIES, classify, with_retries
+from runners.overlay import apply_overlay
+from runners.patches import PatchRefused, PatchUnappliable, apply_patches
+from runners.placement import describe_capacity, describe_hardware, fits, unschedulable
+from runners.pytest_run import HARD_TIMEOUT_EXIT, PytestInvocation, PytestReport, select_tests
+from runners.run_environment import python_of, run_environment
+from runners.types import (
+    PROBE_GPU_MARKER,
+    Backend,
+    EnvironmentRef,
+    Fault,
+    FaultKind,
+    Hardware,
+    Outcome,
+    RunRequest,
+    RunResult,
+    TestStatus,
+)
+from runners.workspace import Workspace, WorkspaceMode, workspace
+
+# pytest exit statuses after which its per-test outcomes are the whole story:
+# tests passed or failed, the session was interrupted, nothing was collected,
+# or the plugin gave up on stuck tests (they are marked timeout).
+COMPLETED_EXITS = frozenset({0, 1, 2, 5, HARD_TIMEOUT_EXIT})
+_FAILING = frozenset({TestStatus.failed, TestStatus.error, TestStatus.timeout})
+
+
+@runtime_checkable
+class TreeRunner(Protocol):
+    """A backend that runs pytest in a tree on this host's file system."""
+
+    def run_tests(self, invocation: PytestInvocation, hardware: Hardware) -> PytestReport: ...
+
+
+def execute(
+    request: RunRequest,
+    backend: Backend,
+    *,
+    workspace_root: Path,
+    retries: int = DEFAULT_RETRIES,
+    mode: WorkspaceMode = WorkspaceMode.worktree,
+) -> RunResult:
+    """Run ``request`` on ``backend``; system faults are retried up to ``retries`` times."""
+    request = replace(request, hardware=required_hardware(request))
+    capacity = backend.capacity()
+    if not fits(capacity, request.hardware):
+        return unschedulable(
+            f"needs {describe_hardware(request.hardware)}; "
+            f"{backend.name} offers {describe_capacity(capacity)}"
+        )
+    if isinstance(backend, TreeRunner):
+        attempt = partial(run_once, request, backend, workspace_root=workspace_root, mode=mode)
+    else:
+        attempt = partial(backend.run, request)
+    return with_retries(attempt, retries=retries)
+
+
+def run_once(
+    request: RunRequest,
+    runner: TreeRunner,
+    *,
+    workspace_root: Path,
+    mode: WorkspaceMode = WorkspaceMode.worktree,
+) -> RunResult:
+    """One attempt in a fresh work tree, removed afterwards whatever happens."""
+    with workspace(
+        request.repo, request.base_commit, root=workspace_root, label=request.label, mode=mode
+    ) as ws:
+        try:
+            apply_patches(ws.tree, request.patches)
+        except PatchRefused as exc:
+            return RunResult(outcome=Outcome.refused, detail=str(exc))
+        except PatchUnappliable as exc:
+            return RunResult(outcome=Outcome.unappliable, detail=str(exc))
+        report = runner.run_tests(invocation_for(request, ws), request.hardware)
+        return result_of(report)
+
+
+def invocation_for(request: RunRequest, ws: Workspace) -> PytestInvocation:
+    """Write the overlay into the tree and describe the pytest run of ``request`` there."""
+    applied = apply_overlay(ws.tree, request.overlay)
+    environment = _writable_for_setup(request, ws)
+    env = run_environment(
+        tree=ws.tree, scratch=ws.scratch, environment=environment, extra=request.env
+    )
+    return PytestInvocation(
+        tree=ws.tree,
+        scratch=ws.scratch,
+        python=python_of(environment),
+        env=env,
+        selection=select_tests(request, applied),
+        probes=applied.probes,
+        setup_commands=request.setup_commands,
+        timeout_per_test_s=request.timeout_per_test_s,
+        timeout_run_s=request.timeout_run_s,
+    )
+
+
+def _writable_for_setup(request: RunRequest, ws: Workspace) -> EnvironmentRef | None:
+    """Setup commands (``pip install -e .``) install into a per-run overlay, never into the
+    shared environment: as root, read-only permission bits would not stop them."""
+    if request.environment is None or not request.setup_commands:
+        return request.environment
+    from runners.env.overlay import overlay_environment
+
+    return overlay_environment(request.environment, ws.scratch / "venv")
+
+
+def result_of(report: PytestReport) -> RunResult:
+    """The run's outcome: timeout, a classified system fault, or completed."""
+    if report.timed_out:
+        return _result(report, Outcome.timeout, None)
+    fault = fault_of(report)
+    return _result(report, Outcome.fault if fault else Outcome.completed, fault)
+
+
+def _result(report: PytestReport, outcome: Outcome, fault: Fault | None) -> RunResult:
+    return RunResult(
+        outcome=outcome,
+        tests=report.tests,
+        resources=report.resources,
+        fault=fault,
+        detail=report.detail or (fault.detail if fault else ""),
+        log=report.log,
+    )
+
+
+def fault_of(report: PytestReport) -> Fault | None:
+    """The system fault behind a run that did not pass, if its log or exit status shows one."""
+    if report.setup_failed is not None:
+        found = classify(report.full_log, report.exit_code)
+        return found or Fault(FaultKind.environment_build, report.detail, retryable=False)
+    if report.exit_code == 0 and not any(t.status in _FAILING for t in report.tests):
+        return None
+    found = classify(report.full_log, report.exit_code)
+    if found is not None or report.exit_code is None:
+        return found
+    if report.exit_code in COMPLETED_EXITS or report.exit_code < 0:
+        return None  # a crash inside a test (signal) is the test's: it is marked error
+    last = report.log.strip().rpartition("\n")[2]
+    return Fault(FaultKind.internal, f"pytest ended with status {report.exit_code}: {last}", False)
+
+
+# --- hardware ----------------------------------------------------------------------------
+
+
+def required_hardware(request: RunRequest) -> Hardware:
+    """The request's hardware, with as many GPUs as its most demanding ``probe_gpu`` mark."""
+    sources: Iterable[str] = ()
+    if request.overlay is not None:
+        sources = (*request.overlay.probes.values(), *request.overlay.files.values())
+    marked = max((marked_gpus(source) for source in sources), default=0)
+    if marked <= request.hardware.gpus:
+        return request.hardware
+    return replace(request.hardware, gpus=marked)
+
+
+def marked_gpus(source: str) -> int:
+    """The largest n in ``probe_gpu(n)`` marks of a test module (a bare mark is 1); 0 if none."""
+    try:
+        module = ast.parse(source)
+    except SyntaxError:
+        return 0  # pytest reports the module as a collection error
+    counts = [_mark_count(node) for node in ast.walk(module)]
+    return max((c for c in counts if c is not None), default=0)
+
+
+def _mark_count(node: ast.AST) -> int | None:
+    if isinstance(node, ast.Call) and _is_mark(node.func):
+        values = [*node.args[:1], *(k.value for k in node.keywords if k.arg == "n")]
+        value = values[0] if values else None
+        if isinstance(value, ast.Constant) and isinstance(value.value, int):
+            return value.value
+        return 1
+    if _is_mark(node):
+        return 1
+    return None
+
+
+def _is_mark(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == PROBE_GPU_MARKER

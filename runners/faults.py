@@ -1,0 +1,183 @@
+"""System faults told apart from candidate failures by signature, and a bounded retry.
+
+A run that fails because of the machine (the environment did not build, an
+asset is not in the offline cache, the harness was OOM-killed, the disk is
+full, GPUs or the Docker engine are missing, the network or the runner went
+away) says nothing about the patch under test: scoring excludes it and counts
+it. The signatures are one table, checked in order, most specific first; a
+signature may match the log, the exit status, or either. Only runs that did
+not pass are classified, so a passing test that merely prints such a line is
+never turned into a fault.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+
+from runners.types import Fault, FaultKind, Outcome, RunResult
+
+EVIDENCE_LIMIT = 300
+DEFAULT_RETRIES = 2
+
+
+@dataclass(frozen=True)
+class Signature:
+    kind: FaultKind
+    pattern: re.Pattern[str] | None
+    explanation: str  # may name the asset: "{asset}"
+    retryable: bool = True
+    exit_statuses: frozenset[int] = frozenset()
+
+
+def _sig(
+    kind: FaultKind,
+    pattern: str | None,
+    explanation: str,
+    *,
+    retryable: bool = True,
+    exits: Iterable[int] = (),
+) -> Signature:
+    compiled = re.compile(pattern, re.MULTILINE) if pattern else None
+    return Signature(kind, compiled, explanation, retryable, frozenset(exits))
+
+
+_MISSING = "not in the read-only asset cache and downloads are off (offline mode): {asset}"
+
+SIGNATURES: tuple[Signature, ...] = (
+    # pytest itself died of a SIGKILL the harness did not send: the kernel's OOM killer.
+    _sig(
+        FaultKind.harness_oom,
+        r"^Killed\s*$",
+        "the test process was killed (SIGKILL), most likely by the out-of-memory killer",
+        exits=(-9, 137),
+    ),
+    _sig(FaultKind.disk_full, r"No space left on device|\bENOSPC\b", "the disk is full"),
+    # A missing asset stays missing on a retry: the cache has to be filled first.
+    _sig(
+        FaultKind.missing_asset,
+        r"OfflineModeIsEnabled|offline mode is enabled",
+        _MISSING,
+        retryable=False,
+    ),
+    _sig(
+        FaultKind.missing_asset,
+        r"We couldn't connect to '?https?://huggingface\.co",
+        _MISSING,
+        retryable=False,
+    ),
+    _sig(
+        FaultKind.missing_asset,
+        r"LocalEntryNotFoundError|outgoing traffic has been disabled",
+        _MISSING,
+        retryable=False,
+    ),
+    _sig(FaultKind.missing_asset, r"Couldn't reach '[^']+' on the Hub", _MISSING, retryable=False),
+    _sig(
+        FaultKind.gpus_absent,
+        r"(?i:no CUDA GPUs are available)|Found no NVIDIA driver on your system"
+        r"|Torch not compiled with CUDA enabled|couldn't communicate with the NVIDIA driver"
+        r"|NCCL error.*(?:no CUDA-capable device|cudaErrorNoDevice)",
+        "the run needs CUDA GPUs and this runner offers none (or no driver)",
+        retryable=False,
+    ),
+    _sig(
+        FaultKind.docker,
+        r"Cannot connect to the Docker daemon|Error response from daemon"
+        r"|docker\.errors\.(?:APIError|DockerException)|OCI runtime (?:create|exec) failed",
+        "the Docker engine failed",
+    ),
+    _sig(
+        FaultKind.environment_build,
+        r"No solution found when resolving dependencies|ResolutionImpossible"
+        r"|Could not find a version that satisfies the requirement"
+        r"|Failed to build installable wheels|Failed to build `",
+        "the environment could not be built (resolution or a package build failed)",
+        retryable=False,
+    ),
+    _sig(
+        FaultKind.network,
+        r"Temporary failure in name resolution|Name or service not known"
+        r"|Network is unreachable|Could not resolve host",
+        "the network failed (name resolution or no route)",
+    ),
+    _sig(
+        FaultKind.runner_lost,
+        r"The runner has received a shutdown signal|lost communication with the server",
+        "the runner went away during the run",
+    ),
+    _sig(
+        FaultKind.harness_timeout,
+        r"has exceeded the maximum execution time",
+        "the CI job ran past its time limit",
+        retryable=False,
+    ),
+    _sig(FaultKind.internal, r"^INTERNALERROR>", "pytest failed inside itself", retryable=False),
+)
+
+# Where the missing asset is named, most specific message first.
+ASSET_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
+    re.compile(p)
+    for p in (
+        r"it looks like (?P<asset>\S+) is not the path to a directory",
+        r"Couldn't reach '(?P<asset>[^']+)' on the Hub",
+        r"huggingface\.co/(?:api/(?:models|datasets|spaces)/|datasets/|spaces/)?"
+        r"(?!docs/|api/)(?P<asset>[A-Za-z0-9][\w.-]*/[\w.-]+)",
+        r"repo_id=['\"](?P<asset>[^'\"]+)['\"]",
+    )
+)
+
+
+def classify(log: str, exit_status: int | None) -> Fault | None:
+    """The first signature that ``log`` or ``exit_status`` matches, as a Fault; else None."""
+    for signature in SIGNATURES:
+        evidence = _evidence(signature, log, exit_status)
+        if evidence is not None:
+            detail = signature.explanation.format(asset=missing_asset(log))
+            return Fault(signature.kind, f"{detail} [{evidence}]", signature.retryable)
+    return None
+
+
+def _evidence(signature: Signature, log: str, exit_status: int | None) -> str | None:
+    """The log line or exit status that matched ``signature``, or None."""
+    match = signature.pattern.search(log) if signature.pattern else None
+    if match:
+        start = log.rfind("\n", 0, match.start()) + 1
+        end = log.find("\n", match.end())
+        return log[start : end if end >= 0 else len(log)].strip()[:EVIDENCE_LIMIT]
+    if exit_status is not None and exit_status in signature.exit_statuses:
+        return f"exit status {exit_status}"
+    return None
+
+
+def missing_asset(log: str) -> str:
+    """The model or dataset a log says is missing, or a plain statement that it does not."""
+    for pattern in ASSET_PATTERNS:
+        match = pattern.search(log)
+        if match:
+            return match.group("asset").rstrip(".")
+    return "an asset the log does not name"
+
+
+def with_retries(
+    attempt: Callable[[], RunResult],
+    *,
+    retries: int = DEFAULT_RETRIES,
+    backoff_s: float = 0.0,
+    sleep: Callable[[float], None] = time.sleep,
+) -> RunResult:
+    """Run ``attempt``; while it ends in a retryable fault, run it again, at most ``retries``
+    more times. The last result comes back with the number of attempts made."""
+    number = 1
+    while True:
+        result = attempt()
+        if not is_retryable(result) or number > retries:
+            return replace(result, attempts=number)
+        sleep(backoff_s * number)
+        number += 1
+
+
+def is_retryable(result: RunResult) -> bool:
+    return result.outcome is Outcome.fault and result.fault is not None and result.fault.retryable

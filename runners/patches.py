@@ -1,0 +1,278 @@
+"""Strict patch application: refuse unsafe diffs before touching disk, then ``git apply``.
+
+A diff is read twice without writing anything: by unidiff (modes, symlink
+targets, binary hunks) and by ``git apply --numstat`` (the exact paths git
+would write, so a header unidiff reads differently cannot smuggle a path
+past the checks). Every path is checked against the tree: no escape, nothing
+under ``.git``, no writing through a symlink (present in the tree or created
+by the same diff), no symlink pointing outside, no binary hunk unless
+allowed, no test file when the policy forbids it. Only then does ``git apply
+--check`` run, and ``git apply --index`` (the index follows the tree, so a
+later ``git diff --cached`` or a stacked patch sees the patched state).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path, PurePosixPath
+
+from unidiff import PatchedFile, PatchSet
+from unidiff.errors import UnidiffParseError
+
+from runners.types import PatchSpec
+from runners.workspace import git
+
+DEFAULT_TEST_GLOBS = ("test_*.py", "*_test.py", "conftest.py", "**/tests/**", "**/test/**")
+SYMLINK_MODE = "120000"
+GITLINK_MODE = "160000"
+_DEV_NULL = "/dev/null"
+_APPLY = ("apply", "--index", "--whitespace=nowarn")
+
+
+class PatchError(Exception):
+    """A patch that cannot be applied; ``str()`` is the reason, naming the patch."""
+
+
+class PatchRefused(PatchError):
+    """The diff is unsafe or against policy: refused before touching disk."""
+
+
+class PatchUnappliable(PatchError):
+    """The diff does not apply to the tree (git's reason) or cannot be read."""
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """One file entry of a diff, as far as the safety checks need it."""
+
+    source: str | None  # path before, None for a new file
+    target: str | None  # path after, None for a deletion
+    new_mode: str | None
+    binary: bool
+    added_text: str  # the added lines, joined: a symlink's new target
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return tuple(p for p in (self.source, self.target) if p is not None)
+
+
+def apply_patches(tree: Path, patches: Sequence[PatchSpec]) -> None:
+    """Apply ``patches`` in order; PatchRefused / PatchUnappliable on the first that fails."""
+    for spec in patches:
+        apply_patch(tree, spec)
+
+
+def apply_patch(tree: Path, spec: PatchSpec) -> None:
+    check_patch(tree, spec)
+    diff = _with_final_newline(spec.diff)
+    for extra in (("--check",), ()):
+        done = git([*_APPLY, *extra, "-"], cwd=tree, stdin=diff, check=False)
+        if done.returncode != 0:
+            raise PatchUnappliable(f"{spec.name}: {done.stderr.strip() or 'git apply failed'}")
+
+
+def check_patch(tree: Path, spec: PatchSpec) -> tuple[FileChange, ...]:
+    """The diff's file changes, or PatchRefused naming the first unsafe one. Writes nothing."""
+    if not spec.diff.strip():
+        raise PatchUnappliable(f"{spec.name}: the patch is empty")
+    changes = parse_changes(spec)
+    created_links = {c.target for c in changes if c.target is not None and _is_link(c)}
+    globs = spec.test_globs or DEFAULT_TEST_GLOBS
+    for change in changes:
+        reason = _refusal(tree, change, spec, created_links, globs)
+        if reason:
+            raise PatchRefused(f"{spec.name}: {reason}")
+    _check_git_agrees(tree, spec, changes)
+    return changes
+
+
+def parse_changes(spec: PatchSpec) -> tuple[FileChange, ...]:
+    try:
+        patch_set = PatchSet(_with_final_newline(spec.diff))
+    except UnidiffParseError as exc:
+        raise PatchUnappliable(f"{spec.name}: cannot parse the diff: {exc}") from exc
+    changes = tuple(_change(f) for f in patch_set)
+    if not changes:
+        raise PatchUnappliable(f"{spec.name}: the diff names no file")
+    return changes
+
+
+def _change(patched: PatchedFile) -> FileChange:
+    renames = dict(_rename_lines(patched.patch_info or ()))
+    added = "".join(line.value for hunk in patched for line in hunk if line.is_added)
+    return FileChange(
+        source=renames.get("from") or _strip(patched.source_file),
+        target=renames.get("to") or _strip(patched.target_file),
+        new_mode=patched.target_mode,
+        binary=patched.is_binary_file,
+        added_text=added,
+    )
+
+
+def _rename_lines(info: Iterable[str]) -> Iterator[tuple[str, str]]:
+    """git's ``rename from X`` / ``copy to Y`` headers, which name the real paths."""
+    for line in info:
+        match = re.match(r"^(?:rename|copy) (from|to) (.+?)\n?$", line)
+        if match:
+            yield match.group(1), _unquote(match.group(2))
+
+
+def _strip(name: str | None) -> str | None:
+    """The path ``git apply`` (``-p1``) reads from a header name: the first component dropped."""
+    if name is None or name == _DEV_NULL:
+        return None
+    return _unquote(name).split("/", 1)[-1]
+
+
+def _unquote(name: str) -> str:
+    """Undo git's C-style quoting of unusual path names ("a/t\\303\\251st.py")."""
+    if not (len(name) >= 2 and name[0] == name[-1] == '"'):
+        return name
+    raw = name[1:-1].encode("latin-1", "backslashreplace").decode("unicode_escape")
+    return raw.encode("latin-1").decode("utf-8", "replace")
+
+
+def _check_git_agrees(tree: Path, spec: PatchSpec, changes: Sequence[FileChange]) -> None:
+    """Every path git would write must be one the checks above have seen."""
+    seen = {p for c in changes for p in c.paths}
+    unread = sorted(set(git_paths(tree, spec)) - seen)
+    if unread:
+        raise PatchRefused(f"{spec.name}: the diff writes paths its headers hide: {unread}")
+
+
+def git_paths(tree: Path, spec: PatchSpec) -> tuple[str, ...]:
+    """The paths ``git apply`` would write for ``spec``, read without writing anything."""
+    diff = _with_final_newline(spec.diff)
+    done = git(["apply", "--numstat", "-z", "-"], cwd=tree, stdin=diff, check=False)
+    if done.returncode != 0:
+        raise PatchUnappliable(f"{spec.name}: {done.stderr.strip()}")
+    return tuple(_numstat_paths(done.stdout))
+
+
+def _numstat_paths(out: str) -> Iterator[str]:
+    """Paths from ``git apply --numstat -z``: ``add\tdel\tpath\0``, or for a rename
+    ``add\tdel\t\0src\0dst\0``."""
+    fields = iter(out.split("\0"))
+    for field in fields:
+        if not field:
+            continue
+        path = field.split("\t", 2)[-1]
+        if path:
+            yield path
+        else:
+            yield next(fields, "")
+            yield next(fields, "")
+
+
+def _refusal(
+    tree: Path,
+    change: FileChange,
+    spec: PatchSpec,
+    created_links: set[str],
+    globs: Sequence[str],
+) -> str | None:
+    for path in change.paths:
+        reason = unsafe_path_reason(tree, path) or _under_new_link(path, created_links)
+        if reason:
+            return reason
+    if change.binary and not spec.allow_binary:
+        return f"binary change to {change.paths[-1]} (binary patches are not allowed)"
+    if change.new_mode == GITLINK_MODE:
+        return f"submodule change at {change.paths[-1]} is not supported"
+    if change.target and change.new_mode == SYMLINK_MODE:
+        reason = _link_target_reason(tree, change.target, change.added_text, created_links)
+        if reason:
+            return reason
+    if change.target and change.new_mode != SYMLINK_MODE and (tree / change.target).is_symlink():
+        return f"{change.target} is a symlink in the tree: refusing to write through it"
+    if spec.forbid_test_changes:
+        hit = next((p for p in change.paths if matches_any(p, globs)), None)
+        if hit:
+            return f"changes the test file {hit} (test changes are not allowed)"
+    return None
+
+
+def _is_link(change: FileChange) -> bool:
+    return change.new_mode == SYMLINK_MODE
+
+
+def unsafe_path_reason(tree: Path, path: str) -> str | None:
+    """Why writing ``path`` (relative to ``tree``) is unsafe, or None when it is safe."""
+    parts = PurePosixPath(path).parts
+    if not parts or path.startswith("/") or "\\" in path:
+        return f"path {path!r} is not a plain relative path inside the tree"
+    if ".." in parts:
+        return f"path {path!r} leaves the tree"
+    if any(part.lower() == ".git" for part in parts):
+        return f"path {path!r} writes into .git"
+    for depth in range(1, len(parts)):
+        if tree.joinpath(*parts[:depth]).is_symlink():
+            return f"path {path!r} goes through the symlink {'/'.join(parts[:depth])}"
+    return None
+
+
+def _under_new_link(path: str, created_links: set[str]) -> str | None:
+    for link in created_links:
+        if path != link and path.startswith(link + "/"):
+            return f"path {path!r} goes through the symlink {link} created by the same diff"
+    return None
+
+
+def _link_target_reason(
+    tree: Path, link: str, target_text: str, created_links: set[str]
+) -> str | None:
+    """Why a symlink ``link -> target`` is unsafe: walked one component at a time, as the
+    kernel resolves it, it must stay in the tree, out of ``.git`` and off other symlinks."""
+    target = target_text.rstrip("\n")
+    if not target or target.startswith("/"):
+        return f"symlink {link} -> {target!r} points outside the tree"
+    walked = list(PurePosixPath(link).parent.parts)
+    for part in target.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if not walked:
+                return f"symlink {link} -> {target!r} points outside the tree"
+            walked.pop()
+            continue
+        walked.append(part)
+        here = "/".join(walked)
+        if part.lower() == ".git":
+            return f"symlink {link} -> {target!r} points into .git"
+        if here in created_links or (tree / here).is_symlink():
+            return f"symlink {link} -> {target!r} goes through the symlink {here}"
+    return None
+
+
+def matches_any(path: str, globs: Iterable[str]) -> bool:
+    return any(glob_regex(g).fullmatch(_glob_subject(path, g)) for g in globs)
+
+
+def _glob_subject(path: str, glob: str) -> str:
+    """A glob without ``/`` names a file anywhere (like .gitignore); one with ``/`` a path."""
+    return path if "/" in glob else posixpath.basename(path)
+
+
+@lru_cache(maxsize=256)
+def glob_regex(glob: str) -> re.Pattern[str]:
+    """``*`` and ``?`` stay inside one folder; ``**`` crosses folders (``**/`` may match none)."""
+    out, i = [], 0
+    while i < len(glob):
+        if glob.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif glob.startswith("**", i):
+            out.append(".*")
+            i += 2
+        else:
+            out.append({"*": "[^/]*", "?": "[^/]"}.get(glob[i], re.escape(glob[i])))
+            i += 1
+    return re.compile("".join(out))
+
+
+def _with_final_newline(diff: str) -> str:
+    return diff if diff.endswith("\n") else diff + "\n"

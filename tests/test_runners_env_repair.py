@@ -1,0 +1,130 @@
+"""Repairing environments whose tests import what no requirement file names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from runners.env import EnvHome, EnvRequest, RepairOutcome, RepoEnvConfig, prepare_environment
+from runners.env.distributions import distribution_for
+from runners.env.manifest import read_manifest
+from runners.env.repair import judge, missing_modules
+from runners.env.uv import Uv
+from tests.runners_env_support import ERA, make_repo
+
+pytest_plugins = ["tests.runners_env_fixtures"]
+
+COLLECT_OUTPUT = """
+==================================== ERRORS ====================================
+____________________ ERROR collecting tests/test_a.py ____________________
+ImportError while importing test module '/w/tests/test_a.py'.
+E   ModuleNotFoundError: No module named 'yaml'
+____________________ ERROR collecting tests/test_b.py ____________________
+E   ModuleNotFoundError: No module named 'google.protobuf'
+E   ModuleNotFoundError: No module named 'yaml'
+ImportError: LlamaTokenizer requires the sentencepiece library but it was not found in your environment.
+"""
+
+
+def test_missing_modules_are_read_from_collection_errors_once_each() -> None:
+    assert missing_modules(COLLECT_OUTPUT) == ["yaml", "google.protobuf", "sentencepiece"]
+    assert missing_modules("ImportError: cannot import name 'X' from 'y'") == []
+
+
+@pytest.mark.parametrize(
+    ("module", "distribution"),
+    [
+        ("yaml", "PyYAML"),
+        ("cv2", "opencv-python-headless"),
+        ("PIL.Image", "Pillow"),
+        ("sklearn.metrics", "scikit-learn"),
+        ("google.protobuf.message", "protobuf"),
+        ("attr", "attrs"),
+        ("openai", "openai"),
+        ("math_verify", "math-verify"),
+        ("torchdata.stateful_dataloader", "torchdata"),
+    ],
+)
+def test_modules_map_to_their_distribution(module: str, distribution: str) -> None:
+    assert distribution_for(module) == distribution
+
+
+def test_judge_refuses_what_pip_cannot_or_must_not_fix(tmp_path: Path) -> None:
+    (tmp_path / "mypkg").mkdir()
+    config = RepoEnvConfig(exclude=("vllm",))
+
+    def outcome(module: str, tried: set[str] | None = None) -> RepairOutcome:
+        found = judge(module, round_=1, worktree=tmp_path, config=config, tried=tried or set())
+        return found.outcome
+
+    assert outcome("json") is RepairOutcome.not_installable  # the standard library
+    assert outcome("mypkg.sub") is RepairOutcome.not_installable  # the repository's own code
+    assert outcome("vllm") is RepairOutcome.excluded
+    assert outcome("yaml", tried={"pyyaml"}) is RepairOutcome.unresolvable
+    assert outcome("yaml") is RepairOutcome.added
+
+
+@pytest.fixture(scope="module")
+def repaired(tmp_path_factory: pytest.TempPathFactory, env_home: EnvHome, uv: Uv):  # type: ignore[no-untyped-def]
+    repo, commit = make_repo(
+        tmp_path_factory.mktemp("repairrepo"),
+        {
+            "requirements.txt": "six\n",
+            "tests/test_uses_yaml.py": "import yaml\nimport attr\nimport six\n\n"
+            "def test_ok():\n    assert yaml.safe_load('a: 1') == {'a': 1}\n",
+            "tests/test_gpu.py": "import vllm\n\ndef test_gpu():\n    pass\n",
+        },
+    )
+    request = EnvRequest(
+        repo=repo,
+        commit=commit,
+        merge_time=ERA,
+        tests=("tests",),
+        config=RepoEnvConfig(exclude=("vllm",)),
+        repo_name="demo/repairs",
+    )
+    return prepare_environment(request, env_home, uv)
+
+
+def test_repair_adds_the_missing_distributions_and_records_them(repaired) -> None:  # type: ignore[no-untyped-def]
+    added = {r.module: r.distribution for r in repaired.repairs if r.outcome == "added"}
+    assert added == {"yaml": "PyYAML", "attr": "attrs"}
+    assert repaired.lock.pin_of("pyyaml") is not None and repaired.lock.pin_of("attrs")
+    manifest = read_manifest(repaired.build.ref.root)
+    # Every decision up to the last build shaped the environment and is in its manifest.
+    assert [(r.module, r.outcome) for r in manifest.repairs] == [
+        (r.module, r.outcome) for r in repaired.repairs
+    ]
+    assert sum(r.module == "vllm" for r in repaired.repairs) == 1  # judged once, not per round
+    assert manifest.provenance.repo == "demo/repairs"
+
+
+def test_repair_never_adds_an_excluded_distribution(repaired) -> None:  # type: ignore[no-untyped-def]
+    vllm = [r for r in repaired.repairs if r.module == "vllm"]
+    assert vllm and all(r.outcome is RepairOutcome.excluded for r in vllm)
+    assert repaired.lock.pin_of("vllm") is None
+    # The excluded import still fails collection: the run will say so, not the build.
+    assert (
+        repaired.collection is not None and "No module named 'vllm'" in repaired.collection.output
+    )
+
+
+def test_repair_resolves_in_the_same_era(repaired) -> None:  # type: ignore[no-untyped-def]
+    assert repaired.lock.exclude_newer == "2023-06-01T00:00:00Z"
+    assert repaired.lock.pin_of("pyyaml") == "pyyaml==6.0"  # 6.0.1 came out 2023-07-18
+
+
+def test_an_unknown_distribution_is_recorded_as_unresolvable(
+    tmp_path: Path, env_home: EnvHome, uv: Uv
+) -> None:
+    repo, commit = make_repo(
+        tmp_path / "r",
+        {"requirements.txt": "six\n", "tests/test_x.py": "import no_such_module_probewatch\n"},
+    )
+    request = EnvRequest(repo=repo, commit=commit, merge_time=ERA, tests=("tests",))
+    prepared = prepare_environment(request, env_home, uv)
+    assert [(r.module, r.outcome) for r in prepared.repairs] == [
+        ("no_such_module_probewatch", RepairOutcome.unresolvable)
+    ]
+    assert prepared.builds == 0  # the base set was built by another test; nothing new to build

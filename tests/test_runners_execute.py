@@ -1,0 +1,437 @@
+"""execute(): work tree → patches → overlay → setup → pytest → faults → retries, end to end."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from runners.execute import execute, marked_gpus, required_hardware
+from runners.local import LocalBackend
+from runners.pytest_run import PytestInvocation, PytestReport
+from runners.types import (
+    Capacity,
+    EnvironmentRef,
+    Fault,
+    FaultKind,
+    Hardware,
+    Outcome,
+    PatchSpec,
+    RunRequest,
+    RunResult,
+    TestOverlay,
+)
+from runners.workspace import WorkspaceMode, workspace
+from tests.runner_repos import FixtureRepo, git, pid_alive, worktrees
+
+BUGGY = "def add(a, b):\n    return a - b\n\n\nclass Counter:\n    def __init__(self):\n        self.calls = 0\n"
+FIXED = "def add(a, b):\n    return a + b\n\n\nclass Counter:\n    def __init__(self):\n        self.calls = 0\n"
+OLD_TEST = "from pkg.calc import add\n\n\ndef test_add_old():\n    assert add(1, 0) == 1\n"
+NEW_TEST = "from pkg.calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+PROBE_PATH = "tests/probes/test_probe_calc.py"
+PROBE = """
+import os, subprocess
+from pathlib import Path
+
+from pkg.calc import add
+
+
+def test_probe_add_twice():
+    assert add(add(1, 2), 3) == 6
+
+
+def test_probe_is_in_no_commit_and_no_index():
+    here = Path(__file__).resolve()
+    Path(os.environ["RECORD"]).write_text(str(here))
+    tracked = subprocess.run(["git", "ls-files", "--error-unmatch", str(here)], capture_output=True)
+    assert tracked.returncode != 0
+"""
+
+
+@pytest.fixture
+def task(tmp_path: Path) -> dict:
+    repo, base = FixtureRepo.create(
+        tmp_path / "upstream",
+        {"pkg/__init__.py": "", "pkg/calc.py": BUGGY, "tests/test_calc.py": OLD_TEST},
+    )
+    fixed = repo.commit({"pkg/calc.py": FIXED}, "fix")
+    mirror = repo.mirror(tmp_path / "mirror.git")
+    return {
+        "mirror": mirror,
+        "base": base,
+        "golden": repo.diff(base, fixed),
+        "root": tmp_path / "runs",
+        "record": tmp_path / "record.txt",
+        "overlay": TestOverlay(
+            replace_dirs=("tests",),
+            files={"tests/test_calc.py": NEW_TEST},
+            probes={PROBE_PATH: PROBE},
+        ),
+    }
+
+
+def request_for(task: dict, *patches: PatchSpec, **options: object) -> RunRequest:
+    env = {"RECORD": str(task["record"]), **options.pop("env", {})}  # type: ignore[dict-item]
+    return RunRequest(
+        repo=task["mirror"],
+        base_commit=task["base"],
+        patches=patches,
+        overlay=options.pop("overlay", task["overlay"]),  # type: ignore[arg-type]
+        env=env,
+        timeout_run_s=options.pop("timeout_run_s", 120.0),  # type: ignore[arg-type]
+        **options,  # type: ignore[arg-type]
+    )
+
+
+def run(task: dict, request: RunRequest, **options: object) -> RunResult:
+    backend = LocalBackend(workspace_root=task["root"], cpu_slots=2, gpu_indices=())
+    result = execute(request, backend, workspace_root=task["root"], **options)  # type: ignore[arg-type]
+    assert leftovers(task["root"]) == []  # every attempt's tree removed
+    assert worktrees(task["mirror"]) == [str(task["mirror"])]
+    return result
+
+
+def leftovers(root: Path) -> list[Path]:
+    return list(root.iterdir()) if root.exists() else []
+
+
+def outcome_map(result: RunResult) -> dict[str, str]:
+    return {t.node_id: t.status.value for t in result.tests}
+
+
+def test_the_golden_patch_passes_the_post_change_tests_and_the_probes(task: dict) -> None:
+    result = run(task, request_for(task, PatchSpec(name="golden", diff=task["golden"])))
+    assert result.outcome is Outcome.completed and result.attempts == 1
+    assert outcome_map(result) == {
+        "tests/test_calc.py::test_add": "passed",
+        f"{PROBE_PATH}::test_probe_add_twice": "passed",
+        f"{PROBE_PATH}::test_probe_is_in_no_commit_and_no_index": "passed",
+    }
+    assert {t.node_id for t in result.tests if t.is_probe} == {
+        f"{PROBE_PATH}::test_probe_add_twice",
+        f"{PROBE_PATH}::test_probe_is_in_no_commit_and_no_index",
+    }
+    assert result.resources.wall_s > 0 and result.resources.peak_rss_bytes > 0
+
+
+def test_the_pre_change_snapshot_fails_them(task: dict) -> None:
+    result = run(task, request_for(task))
+    assert result.outcome is Outcome.completed
+    assert outcome_map(result)["tests/test_calc.py::test_add"] == "failed"
+    assert outcome_map(result)[f"{PROBE_PATH}::test_probe_add_twice"] == "failed"
+    assert result.passed == {f"{PROBE_PATH}::test_probe_is_in_no_commit_and_no_index"}
+
+
+@pytest.mark.parametrize("mode", list(WorkspaceMode))
+def test_probes_exist_only_in_the_grading_run(task: dict, mode: WorkspaceMode) -> None:
+    # The agent's tree: the base commit plus its patch. No probe, no test overlay.
+    with workspace(task["mirror"], task["base"], root=task["root"], mode=mode) as ws:
+        assert not (ws.tree / PROBE_PATH).exists()
+        assert (ws.tree / "tests/test_calc.py").read_text() == OLD_TEST
+    history = git(task["mirror"], "log", "--all", "-p")
+    assert "test_probe_add_twice" not in history
+    # The grading run sees the probe, from a tree that is gone afterwards.
+    result = run(task, request_for(task, PatchSpec(name="golden", diff=task["golden"])), mode=mode)
+    assert result.outcome is Outcome.completed and len(result.passed) == 3
+    probe_file = Path(task["record"].read_text())
+    assert probe_file.name == "test_probe_calc.py" and not probe_file.exists()
+    assert "test_probe_add_twice" not in git(task["mirror"], "log", "--all", "-p")
+
+
+def test_a_submission_touching_tests_is_refused_and_nothing_runs(
+    task: dict, tmp_path: Path
+) -> None:
+    cheat = (
+        "diff --git a/tests/test_calc.py b/tests/test_calc.py\n--- a/tests/test_calc.py\n"
+        "+++ b/tests/test_calc.py\n@@ -2,4 +2,4 @@ from pkg.calc import add\n \n \n"
+        " def test_add_old():\n-    assert add(1, 0) == 1\n+    assert True\n"
+    )
+    spec = PatchSpec(name="submission", diff=cheat, forbid_test_changes=True)
+    result = run(task, request_for(task, spec))
+    assert result.outcome is Outcome.refused and result.tests == ()
+    assert "changes the test file tests/test_calc.py" in result.detail
+    assert not task["record"].exists()
+
+
+def test_a_patch_that_does_not_apply_is_unappliable_with_gits_reason(task: dict) -> None:
+    stale = task["golden"].replace("return a - b", "return a * b")
+    result = run(task, request_for(task, PatchSpec(name="adversarial-1", diff=stale)))
+    assert result.outcome is Outcome.unappliable
+    assert "adversarial-1" in result.detail and "patch does not apply" in result.detail
+
+
+def test_a_failing_setup_command_is_an_environment_fault_not_retried(task: dict) -> None:
+    result = run(task, request_for(task, setup_commands=("exit 7",)))
+    assert result.outcome is Outcome.fault and result.attempts == 1
+    assert result.fault is not None and result.fault.kind is FaultKind.environment_build
+    assert "exit 7" in result.fault.detail and "status 7" in result.fault.detail
+
+
+def test_a_setup_command_quoting_a_fault_is_judged_by_its_output_not_its_text(task: dict) -> None:
+    result = run(
+        task, request_for(task, setup_commands=("true || echo 'No space left on device'; exit 2",))
+    )
+    assert result.outcome is Outcome.fault and result.attempts == 1
+    assert result.fault is not None and result.fault.kind is FaultKind.environment_build
+
+
+def test_a_transient_system_fault_is_retried_in_a_fresh_tree(task: dict, tmp_path: Path) -> None:
+    flag = tmp_path / "failed-once"
+    once = f"if [ ! -e {flag} ]; then touch {flag}; echo 'No space left on device' >&2; exit 1; fi"
+    result = run(
+        task,
+        request_for(task, PatchSpec(name="golden", diff=task["golden"]), setup_commands=(once,)),
+    )
+    assert result.outcome is Outcome.completed and result.attempts == 2
+    assert len(result.passed) == 3
+
+
+def test_a_lasting_system_fault_is_returned_after_the_retries(task: dict) -> None:
+    full = "echo 'OSError: [Errno 28] No space left on device' >&2; exit 1"
+    result = run(task, request_for(task, setup_commands=(full,)), retries=2)
+    assert result.outcome is Outcome.fault and result.attempts == 3
+    assert result.fault is not None and result.fault.kind is FaultKind.disk_full
+
+
+def test_a_missing_asset_in_a_test_is_a_fault_naming_it(task: dict) -> None:
+    offline = (
+        "def test_loads_the_tokenizer():\n"
+        "    raise OSError(\"We couldn't connect to 'https://huggingface.co' to load this file, "
+        "couldn't find it in the cached files and it looks like Qwen/Qwen2.5-0.5B is not the path "
+        'to a directory containing a file named tokenizer.json.")\n'
+    )
+    overlay = TestOverlay(files={"tests/test_tok.py": offline})
+    result = run(task, request_for(task, overlay=overlay))
+    assert result.outcome is Outcome.fault and result.attempts == 1
+    assert result.fault is not None and result.fault.kind is FaultKind.missing_asset
+    assert "Qwen/Qwen2.5-0.5B" in result.fault.detail
+    assert result.status_of("tests/test_tok.py::test_loads_the_tokenizer") == "failed"
+
+
+def test_the_run_time_limit_gives_the_timeout_outcome(task: dict) -> None:
+    overlay = TestOverlay(
+        files={"tests/test_hang.py": "import time\n\ndef test_hang():\n    time.sleep(120)\n"}
+    )
+    result = run(task, request_for(task, overlay=overlay, timeout_run_s=3.0))
+    assert result.outcome is Outcome.timeout and result.attempts == 1
+    assert "tests/test_hang.py::test_hang" in result.detail
+    assert result.status_of("tests/test_hang.py::test_hang") == "timeout"
+
+
+def test_named_tests_are_the_only_ones_run(task: dict) -> None:
+    result = run(
+        task,
+        request_for(
+            task,
+            PatchSpec(name="golden", diff=task["golden"]),
+            tests=(f"{PROBE_PATH}::test_probe_add_twice",),
+        ),
+    )
+    assert outcome_map(result) == {f"{PROBE_PATH}::test_probe_add_twice": "passed"}
+
+
+def test_a_full_suite_run_runs_the_repositorys_tests_and_the_probes(task: dict) -> None:
+    result = run(
+        task, request_for(task, PatchSpec(name="golden", diff=task["golden"]), full_suite=True)
+    )
+    assert set(outcome_map(result)) == {
+        "tests/test_calc.py::test_add",
+        f"{PROBE_PATH}::test_probe_add_twice",
+        f"{PROBE_PATH}::test_probe_is_in_no_commit_and_no_index",
+    }
+
+
+def test_a_shared_environment_is_used_and_scrubbed(task: dict) -> None:
+    dump = (
+        "import json, os, sys\nfrom pathlib import Path\n\n"
+        "def test_dump():\n"
+        "    Path(os.environ['RECORD']).write_text(json.dumps({'env': dict(os.environ), 'exe': sys.executable}))\n"
+    )
+    environment = EnvironmentRef(
+        lock_hash="abc123",
+        root=Path(sys.prefix),
+        python=Path(sys.executable),
+        env={"HF_HUB_OFFLINE": "1", "HF_HOME": "/cache/hf", "HF_TOKEN": "hf_secret"},
+    )
+    request = request_for(
+        task,
+        overlay=TestOverlay(files={"tests/test_env.py": dump}),
+        environment=environment,
+        env={"GITHUB_TOKEN": "ghs_x", "TASK_FLAG": "on"},
+    )
+    assert run(task, request).outcome is Outcome.completed
+    seen = json.loads(task["record"].read_text())
+    assert seen["exe"] == sys.executable
+    env = seen["env"]
+    assert (
+        env["HF_HUB_OFFLINE"] == "1" and env["HF_HOME"] == "/cache/hf" and env["TASK_FLAG"] == "on"
+    )
+    assert env["VIRTUAL_ENV"] == sys.prefix and env["PATH"].startswith(
+        str(Path(sys.executable).parent)
+    )
+    assert "HF_TOKEN" not in env and "GITHUB_TOKEN" not in env
+    assert env["CUDA_VISIBLE_DEVICES"] == ""
+
+
+def test_probes_needing_more_gpus_than_the_backend_has_are_unschedulable(task: dict) -> None:
+    gpu_probe = "import pytest\n\n@pytest.mark.probe_gpu(2)\ndef test_two_ranks():\n    pass\n"
+    overlay = TestOverlay(probes={"tests/probes/test_probe_dp.py": gpu_probe})
+    result = run(task, request_for(task, overlay=overlay))
+    assert result.outcome is Outcome.unschedulable and result.attempts == 0
+    assert "2 GPU(s)" in result.detail and result.tests == ()
+    assert not task["root"].exists()  # no tree was even made
+
+
+class _Interrupting(LocalBackend):
+    """A local backend whose test run is interrupted (Ctrl-C) or fails mid-way."""
+
+    def __init__(self, error: BaseException, **options: object) -> None:
+        super().__init__(**options)  # type: ignore[arg-type]
+        self.error = error
+        self.trees: list[Path] = []
+
+    def run_tests(self, invocation: PytestInvocation, hardware: Hardware) -> PytestReport:
+        self.trees.append(invocation.tree)
+        assert (invocation.tree / PROBE_PATH).is_file()
+        raise self.error
+
+
+@pytest.mark.parametrize("error", [KeyboardInterrupt(), RuntimeError("harness bug")])
+def test_the_tree_is_removed_when_the_run_is_interrupted(task: dict, error: BaseException) -> None:
+    backend = _Interrupting(error, workspace_root=task["root"], gpu_indices=())
+    with pytest.raises(type(error)):
+        execute(request_for(task), backend, workspace_root=task["root"])
+    assert backend.trees and not backend.trees[0].exists()
+    assert leftovers(task["root"]) == []
+    assert worktrees(task["mirror"]) == [str(task["mirror"])]
+
+
+def test_ctrl_c_during_a_real_run_stops_its_processes_and_removes_its_tree(task: dict) -> None:
+    hang = (
+        "import os, subprocess, time\nfrom pathlib import Path\n\n"
+        "def test_hangs():\n"
+        "    child = subprocess.Popen(['sleep', '300'])\n"
+        "    Path(os.environ['RECORD']).write_text(f'{os.getpid()} {child.pid}')\n"
+        "    time.sleep(300)\n"
+    )
+    request = request_for(task, overlay=TestOverlay(files={"tests/test_hang.py": hang}))
+    backend = LocalBackend(workspace_root=task["root"], gpu_indices=())
+    interrupt = threading.Timer(3.0, os.kill, (os.getpid(), signal.SIGINT))
+    interrupt.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            execute(request, backend, workspace_root=task["root"])
+    finally:
+        interrupt.cancel()
+    started = [int(pid) for pid in task["record"].read_text().split()]
+    assert len(started) == 2 and not [pid for pid in started if pid_alive(pid)]
+    assert leftovers(task["root"]) == []
+    assert worktrees(task["mirror"]) == [str(task["mirror"])]
+
+
+class _Remote:
+    """A backend that runs elsewhere (as the Docker and Actions backends do): no run_tests."""
+
+    name = "remote"
+
+    def __init__(self, results: list[RunResult]) -> None:
+        self.results = results
+        self.requests: list[RunRequest] = []
+
+    def capacity(self) -> Capacity:
+        return Capacity(cpu_slots=1, gpus=8, gpu_type="H100")
+
+    def run(self, request: RunRequest) -> RunResult:
+        self.requests.append(request)
+        return self.results[len(self.requests) - 1]
+
+
+def test_a_remote_backend_gets_the_request_with_its_hardware_and_bounded_retries(
+    task: dict,
+) -> None:
+    lost = RunResult(outcome=Outcome.fault, fault=Fault(FaultKind.runner_lost, "gone", True))
+    remote = _Remote([lost, RunResult(outcome=Outcome.completed)])
+    gpu_probe = "import pytest\n\npytestmark = pytest.mark.probe_gpu(n=4)\n"
+    request = request_for(task, overlay=TestOverlay(probes={"tests/probes/test_p.py": gpu_probe}))
+    result = execute(request, remote, workspace_root=task["root"])
+    assert result.outcome is Outcome.completed and result.attempts == 2
+    assert [r.hardware.gpus for r in remote.requests] == [4, 4]
+
+
+@pytest.mark.parametrize(
+    ("source", "gpus"),
+    [
+        ("import pytest\n\n@pytest.mark.probe_gpu(2)\ndef test_a():\n    pass\n", 2),
+        ("from pytest import mark\n\n@mark.probe_gpu(n=8)\ndef test_a():\n    pass\n", 8),
+        ("import pytest\npytestmark = [pytest.mark.probe_gpu]\n", 1),
+        (
+            "import pytest\n\n@pytest.mark.probe_gpu(1)\ndef a():\n    pass\n@pytest.mark.probe_gpu(4)\ndef b():\n    pass\n",
+            4,
+        ),
+        ("# pytest.mark.probe_gpu(8) in a comment does not count\ndef test_a():\n    pass\n", 0),
+        ("x = 'probe_gpu(8)'\n", 0),
+        ("def broken(:\n", 0),
+    ],
+)
+def test_probe_gpu_marks_are_read_without_running_the_code(source: str, gpus: int) -> None:
+    assert marked_gpus(source) == gpus
+
+
+def test_the_request_hardware_is_kept_when_it_asks_for_more() -> None:
+    probe = {"p/test_p.py": "import pytest\npytestmark = pytest.mark.probe_gpu(2)\n"}
+    request = RunRequest(
+        repo=Path("."),
+        base_commit="HEAD",
+        overlay=TestOverlay(probes=probe),
+        hardware=Hardware(gpus=8, gpu_type="H100"),
+    )
+    assert required_hardware(request) == Hardware(gpus=8, gpu_type="H100")
+    smaller = RunRequest(
+        repo=Path("."),
+        base_commit="HEAD",
+        overlay=TestOverlay(probes=probe),
+        hardware=Hardware(gpu_type="H100"),
+    )
+    assert required_hardware(smaller) == Hardware(gpus=2, gpu_type="H100")
+
+
+def test_concurrent_runs_share_the_mirror_safely(task: dict) -> None:
+    results: list[RunResult] = []
+    backend = LocalBackend(workspace_root=task["root"], cpu_slots=2, gpu_indices=())
+    golden = request_for(task, PatchSpec(name="golden", diff=task["golden"]))
+
+    def one() -> None:
+        results.append(execute(golden, backend, workspace_root=task["root"]))
+
+    threads = [threading.Thread(target=one) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [r.outcome for r in results] == [Outcome.completed] * 3
+    assert all(len(r.passed) == 3 for r in results)
+    assert leftovers(task["root"]) == [] and worktrees(task["mirror"]) == [str(task["mirror"])]
+
+
+def test_setup_commands_install_into_a_per_run_overlay_not_the_shared_environment(
+    task: dict, tmp_path: Path
+) -> None:
+    """Regression: setup ran the shared environment's interpreter, so `pip install -e .` wrote
+    into the environment every other run shares (root ignores its read-only bits)."""
+    import subprocess
+
+    shared = tmp_path / "shared-env"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(shared)], check=True)
+    ref = EnvironmentRef(lock_hash="h", root=shared, python=shared / "bin" / "python")
+    where = tmp_path / "prefix.txt"
+    setup = f"python -c \"import sys; open('{where}', 'w').write(sys.prefix)\""
+    run(task, request_for(task, environment=ref, setup_commands=(setup,)), retries=0)
+    prefix = Path(where.read_text())
+    assert prefix != shared
+    assert prefix.name == "venv"
+    assert not prefix.is_relative_to(shared)

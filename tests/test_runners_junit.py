@@ -1,0 +1,132 @@
+"""JUnit reports from real pytest sessions read back into outcomes keyed by pytest node ids."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from runners import junit, pytest_plugin, pytest_run
+from runners.junit import JunitError, parse_junit, parse_junit_file
+from runners.types import TestStatus
+from tests.runner_repos import OUTCOME_IDS, OUTCOMES_MODULE
+
+MODULE = "tests/sub.pkg/test_outcomes.py"  # a folder with a dot: dotted names are ambiguous
+
+
+def session_report(tmp_path: Path, *options: str, plugin: bool = False) -> Path:
+    """Run a real pytest session over the outcome module; the JUnit report's path."""
+    (tmp_path / MODULE).parent.mkdir(parents=True)
+    (tmp_path / MODULE).write_text(OUTCOMES_MODULE)
+    (tmp_path / "tests/test_broken.py").write_text("import not_a_module_anywhere\n")
+    report = tmp_path / "report.xml"
+    argv = [sys.executable, "-m", "pytest", f"--junitxml={report}", "-p", "no:cacheprovider"]
+    if plugin:
+        (tmp_path / "plugin").mkdir()
+        (tmp_path / "plugin" / "probewatch_pytest_plugin.py").write_text(
+            pytest_run.PLUGIN_SOURCE.read_text()
+        )
+        argv += ["-p", "probewatch_pytest_plugin"]
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path / "plugin")}
+    argv += ["--continue-on-collection-errors", "--rootdir", str(tmp_path), *options, "tests"]
+    subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, check=False)
+    return report
+
+
+def by_id(results: tuple) -> dict[str, object]:
+    return {r.node_id: r for r in results}
+
+
+def expected_ids(prefix: str = MODULE) -> dict[str, str]:
+    return {f"{prefix}::{name}": status for name, status in OUTCOME_IDS.items()}
+
+
+def test_a_plain_xunit2_report_maps_back_to_node_ids_with_the_tree(tmp_path: Path) -> None:
+    results = by_id(parse_junit_file(session_report(tmp_path), root=tmp_path))
+    statuses = {node: r.status for node, r in results.items()}  # type: ignore[attr-defined]
+    for node, status in expected_ids().items():
+        assert statuses.pop(node) == status, node
+    # Without the plugin a non-strict XPASS is indistinguishable from a pass.
+    assert statuses.pop(f"{MODULE}::test_xpasses") == TestStatus.passed
+    assert statuses == {"tests/test_broken.py": TestStatus.error}
+
+
+def test_an_xunit1_report_maps_back_with_its_file_attribute(tmp_path: Path) -> None:
+    report = session_report(tmp_path, "-o", "junit_family=xunit1")
+    results = by_id(parse_junit_file(report))  # no root needed
+    assert set(expected_ids()) <= set(results)
+    assert "tests/test_broken.py" in results
+
+
+def test_the_plugins_properties_give_exact_ids_and_xpass(tmp_path: Path) -> None:
+    results = by_id(parse_junit_file(session_report(tmp_path, plugin=True)))
+    statuses = {node: r.status for node, r in results.items()}  # type: ignore[attr-defined]
+    for node, status in expected_ids().items():
+        assert statuses[node] == status, node
+    assert statuses[f"{MODULE}::test_xpasses"] == TestStatus.xpassed
+
+
+def test_skip_reasons_and_failure_messages_are_kept(tmp_path: Path) -> None:
+    results = by_id(parse_junit_file(session_report(tmp_path), root=tmp_path))
+    assert results[f"{MODULE}::test_skips"].message == "needs a GPU"  # type: ignore[attr-defined]
+    assert results[f"{MODULE}::test_xfails"].message == "known bug"  # type: ignore[attr-defined]
+    assert "one is not two" in results[f"{MODULE}::test_fails"].message  # type: ignore[attr-defined]
+    assert "setup broke" in results[f"{MODULE}::test_errors_in_setup"].message  # type: ignore[attr-defined]
+    assert "No module named" in results["tests/test_broken.py"].message  # type: ignore[attr-defined]
+
+
+def test_probes_are_flagged_by_file(tmp_path: Path) -> None:
+    results = parse_junit_file(session_report(tmp_path), root=tmp_path, probes=(MODULE,))
+    assert {r.node_id for r in results if r.is_probe} == set(expected_ids()) | {
+        f"{MODULE}::test_xpasses"
+    }
+
+
+def test_a_test_reported_twice_keeps_the_worse_status() -> None:
+    xml = """<testsuite>
+      <testcase classname="t.test_a" name="test_x" time="0.5"/>
+      <testcase classname="t.test_a" name="test_x" time="0.2">
+        <error message="failed on teardown with &quot;ValueError&quot;"/></testcase>
+    </testsuite>"""
+    (result,) = parse_junit(xml)
+    assert (result.node_id, result.status, result.duration_s) == (
+        "t/test_a.py::test_x",
+        "error",
+        0.5,
+    )
+
+
+def test_a_timeout_mark_wins_over_the_failure_it_caused() -> None:
+    xml = """<testsuites><testsuite><testcase classname="t.test_a" name="test_x">
+      <properties><property name="probewatch.outcome" value="timeout"/>
+      <property name="probewatch.nodeid" value="t/test_a.py::test_x"/></properties>
+      <failure message="TestTimeout: ran past its time limit"/></testcase></testsuite></testsuites>"""
+    (result,) = parse_junit(xml)
+    assert result.status is TestStatus.timeout
+    assert "time limit" in (result.message or "")
+
+
+def test_without_a_tree_a_capitalised_part_starts_the_classes() -> None:
+    xml = '<testsuite><testcase classname="a.b.test_m.TestC" name="test_y[1]"/></testsuite>'
+    assert parse_junit(xml)[0].node_id == "a/b/test_m.py::TestC::test_y[1]"
+
+
+def test_something_that_is_not_junit_is_named() -> None:
+    with pytest.raises(JunitError, match="not a JUnit XML report"):
+        parse_junit("<testsuite><testcase")
+
+
+def test_a_missing_report_is_named(tmp_path: Path) -> None:
+    with pytest.raises(JunitError, match="cannot read"):
+        parse_junit_file(tmp_path / "absent.xml")
+
+
+def test_the_plugin_and_the_harness_share_their_names() -> None:
+    assert pytest_plugin.NODEID_PROPERTY == junit.NODEID_PROPERTY
+    assert pytest_plugin.OUTCOME_PROPERTY == junit.OUTCOME_PROPERTY
+    assert pytest_plugin.HARD_TIMEOUT_EXIT == pytest_run.HARD_TIMEOUT_EXIT
+    assert pytest_plugin.IN_FLIGHT_PREFIX == pytest_run.IN_FLIGHT_PREFIX
+    assert pytest_plugin.HARD_TIMEOUTS_FILE == pytest_run.HARD_TIMEOUTS_FILE
+    assert pytest_plugin.TestTimeout.__name__ == "TestTimeout"
