@@ -21,6 +21,7 @@ from bot.settings import Settings
 def create_app(context: AppContext, service: Settings | None = None) -> FastAPI:
     from bot.api import make_api_router
     from bot.dashboard import make_dashboard_router
+    from bot.leaderboard_page import make_leaderboard_router
     from bot.webhook import make_webhook_router
 
     service = service or context.settings
@@ -41,6 +42,7 @@ def create_app(context: AppContext, service: Settings | None = None) -> FastAPI:
         app.include_router(make_webhook_router(writer, secret, service.webhook_max_body_bytes))
     app.include_router(make_api_router())
     app.include_router(make_dashboard_router())
+    app.include_router(make_leaderboard_router())
     return app
 
 

@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bot.cli_envs import envs_app
+from bot.cli_eval import agents_app, eval_app
 from bot.cli_mine import candidates_app, mine_app
 from bot.cli_runners import runners_app
 from bot.context import AppContext
@@ -39,6 +40,8 @@ app.add_typer(envs_app, name="envs")
 app.add_typer(runners_app, name="runners")
 app.add_typer(mine_app, name="mine")
 app.add_typer(candidates_app, name="candidates")
+app.add_typer(eval_app)  # eval, leaderboard, compare
+app.add_typer(agents_app, name="agents")
 
 console = Console()
 err_console = Console(stderr=True)

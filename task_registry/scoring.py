@@ -118,6 +118,19 @@ def summarize(outcomes: Iterable[TaskOutcome], *, resamples: int = 2000, seed: i
     outcomes = list(outcomes)
     faults = tuple(o.instance_id for o in outcomes if o.state is SubmissionState.fault)
     scores = tuple(score_task(o) for o in outcomes if o.state is not SubmissionState.fault)
+    return summarize_scores(scores, fault_tasks=faults, resamples=resamples, seed=seed)
+
+
+def summarize_scores(
+    scores: Iterable[TaskScore],
+    *,
+    fault_tasks: Iterable[str] = (),
+    resamples: int = 2000,
+    seed: int = 0,
+) -> Summary:
+    """The summary of task scores already computed (e.g. read back from the registry);
+    ``fault_tasks`` are the faulted tasks, excluded and counted."""
+    scores, faults = tuple(scores), tuple(fault_tasks)
     fractions = [s.passed_fraction for s in scores]
     counted = [1.0 if s.resolved_count else 0.0 for s in scores]
     by_set = [1.0 if s.resolved_set else 0.0 for s in scores]
@@ -197,8 +210,14 @@ def after_cutoff(
     outcomes: Iterable[TaskOutcome], cutoff: date, *, margin_days: int = 0
 ) -> list[TaskOutcome]:
     """Contamination-free selection: only tasks merged after cutoff (+ margin)."""
-    start = datetime.combine(cutoff + timedelta(days=margin_days + 1), datetime.min.time(), UTC)
+    start = cutoff_start(cutoff, margin_days=margin_days)
     return [o for o in outcomes if o.merged_at >= start]
+
+
+def cutoff_start(cutoff: date, *, margin_days: int = 0) -> datetime:
+    """The first moment that counts as after ``cutoff`` (+ margin): the next day, 00:00 UTC.
+    A task merged on the cutoff day itself may be in the model's training data."""
+    return datetime.combine(cutoff + timedelta(days=margin_days + 1), datetime.min.time(), UTC)
 
 
 class Window(StrEnum):

@@ -39,9 +39,9 @@ def test_help_lists_the_stage_commands_and_imports_nothing_heavy() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert "HEAVY []" in out
-    for command in ("db", "config", "export", "import", "serve", "mine", "candidates"):
+    for command in ("db", "config", "export", "import", "serve", "mine", "candidates", "eval"):
         assert f" {command} " in out
-    for command in ("envs", "runners"):
+    for command in ("leaderboard", "agents", "envs", "runners"):
         assert f" {command} " in out
 
 

@@ -1,0 +1,284 @@
+"""``probewatch eval``, ``agents``, ``leaderboard`` and ``compare``: agents on tasks, and scores.
+
+``agents add`` registers an agent command template with its model and that
+model's knowledge cutoff; ``agents list`` shows them (the reference agents
+``oracle``, ``empty`` and ``hollow`` are registered on first use). ``eval``
+runs an agent on the selected tasks (contamination-free by its cutoff) and
+grades each submission, with progress; a rerun skips graded submissions.
+``leaderboard`` prints every run's scores side by side (original tests vs
+with probes, both Resolved rules, SE and bootstrap interval, faults, the
+overturn count) and their series per time window; ``compare`` pairs two runs
+on their shared tasks with an exact McNemar test. Heavy modules load inside
+the commands.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, NoReturn
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+if TYPE_CHECKING:
+    from bot.context import AppContext
+    from bot.harness import Harness
+    from task_registry.models import Agent, Model
+
+eval_app = typer.Typer()  # merged into the root app: eval, leaderboard, compare
+agents_app = typer.Typer(help="Register and list agents (command templates).", no_args_is_help=True)
+
+console = Console()
+err_console = Console(stderr=True)
+DEFAULT_BUDGET_S = 2.5 * 3600  # runners.agents.DEFAULT_BUDGET_S (not imported: --help stays light)
+WINDOWS = ("month", "quarter")
+SUITES = ("with_probes", "original")
+RULES = ("set", "count")
+
+
+def _app(ctx: typer.Context) -> AppContext:
+    return ctx.find_root().obj  # type: ignore[no-any-return]
+
+
+def _fail(message: str) -> NoReturn:
+    err_console.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+    raise typer.Exit(1)
+
+
+def _domain_errors() -> tuple[type[Exception], ...]:
+    from bot.grading import GradingError
+    from bot.harness import EvalError
+    from bot.leaderboard import UnknownRun
+    from bot.reference_agents import NotAReferenceAgent
+    from runners.agents import AgentError
+
+    return (EvalError, GradingError, UnknownRun, NotAReferenceAgent, AgentError)
+
+
+# --- agents ---------------------------------------------------------------------------------
+
+
+@agents_app.command("add")
+def agents_add(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="Agent name.")],
+    command: Annotated[
+        str,
+        typer.Option(
+            help="Command template: {workdir} {statement} {statement_file} {model} {budget_s} "
+            "{patch_file}, each replaced inside its word (no shell runs)."
+        ),
+    ],
+    model: Annotated[str, typer.Option(help="Model the agent uses.")],
+    cutoff: Annotated[str, typer.Option(help="The model's knowledge cutoff, YYYY-MM-DD.")],
+    provider: Annotated[str | None, typer.Option(help="Who serves the model.")] = None,
+) -> None:
+    """Register (or update) an agent with its model and the model's knowledge cutoff."""
+    from bot.reference_agents import ReferenceAgent
+    from runners.agents import TemplateError, check_template
+    from task_registry.evaluation import register_agent, register_model
+    from task_registry.models import AgentCreate, ModelCreate
+
+    if name in {a.value for a in ReferenceAgent}:
+        raise typer.BadParameter(f"{name!r} is a built-in reference agent", param_hint="NAME")
+    try:
+        check_template(command)
+    except TemplateError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--command") from None
+    model_in = ModelCreate(name=model, provider=provider, knowledge_cutoff=_day(cutoff, "--cutoff"))
+    with _app(ctx).session() as session:
+        row = register_model(session=session, model_in=model_in)
+        agent_in = AgentCreate(name=name, command=command, model_id=row.id)
+        register_agent(session=session, agent_in=agent_in)
+    console.print(f"agent {name}: {command} (model {model}, cutoff {model_in.knowledge_cutoff})")
+
+
+def _day(value: str, hint: str) -> date:
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise typer.BadParameter(f"{value!r} is not a date YYYY-MM-DD", param_hint=hint) from None
+
+
+@agents_app.command("list")
+def agents_list(
+    ctx: typer.Context,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
+) -> None:
+    """List the agents, reference agents included."""
+    from sqlmodel import col, select
+
+    from bot.reference_agents import ensure_reference_agents
+    from task_registry.models import Agent, Model
+
+    with _app(ctx).session() as session:
+        ensure_reference_agents(session=session)
+        models = {m.id: m for m in session.exec(select(Model))}
+        agents = list(session.exec(select(Agent).order_by(col(Agent.name))))
+        rows = [_agent_row(a, models.get(a.model_id)) for a in agents]
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    table = Table("agent", "command", "model", "cutoff", "reference")
+    for row in rows:
+        table.add_row(
+            escape(str(row["name"])),
+            escape(str(row["command"])),
+            str(row["model"] or "—"),
+            str(row["knowledge_cutoff"] or "—"),
+            "yes" if row["builtin"] else "",
+        )
+    console.print(table)
+
+
+def _agent_row(agent: Agent, model: Model | None) -> dict[str, object]:
+    return {
+        "name": agent.name,
+        "command": agent.command,
+        "builtin": agent.builtin,
+        "model": model.name if model else None,
+        "knowledge_cutoff": str(model.knowledge_cutoff) if model else None,
+    }
+
+
+# --- eval -------------------------------------------------------------------------------------
+
+
+@eval_app.command("eval")
+def eval_command(
+    ctx: typer.Context,
+    agent: Annotated[str, typer.Option(help="Registered agent, or oracle / empty / hollow.")],
+    tasks: Annotated[
+        list[str] | None,
+        typer.Option(help="Instance ids (repeatable, or comma-separated); default: all eligible."),
+    ] = None,
+    since: Annotated[
+        str | None, typer.Option(help="Only tasks merged on or after YYYY-MM-DD.")
+    ] = None,
+    parallel: Annotated[int, typer.Option(min=1, help="Tasks run at a time.")] = 1,
+    budget_s: Annotated[
+        float, typer.Option(min=1.0, help="Agent budget per task, seconds.")
+    ] = DEFAULT_BUDGET_S,
+    label: Annotated[
+        str, typer.Option(help="Run label: one submission per agent, task, label.")
+    ] = "default",
+    margin_days: Annotated[
+        int, typer.Option(min=0, help="Tasks must be merged this many days after the cutoff.")
+    ] = 0,
+    git: Annotated[
+        Path | None, typer.Option(help="Local clone or mirror (overrides the watch file).")
+    ] = None,
+    pass_env: Annotated[
+        list[str] | None, typer.Option(help="Host variable the agent gets (its API key).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Run an agent on the selected tasks and grade every submission (resumable)."""
+    from bot import eval_text
+    from bot.harness import EvalRequest
+
+    if tasks and since:
+        raise typer.BadParameter("choose one of --tasks and --since")
+    request = EvalRequest(
+        agent=agent,
+        tasks=tuple(t.strip() for item in tasks or [] for t in item.split(",") if t.strip()),
+        since=_day(since, "--since") if since else None,
+        parallel=parallel,
+        budget_s=budget_s,
+        run_label=label,
+        margin_days=margin_days,
+        pass_env=tuple(pass_env or ()),
+    )
+    try:
+        report = _harness(_app(ctx), git).run(
+            request, progress=None if as_json else eval_text.progress_line
+        )
+    except _domain_errors() as exc:
+        _fail(str(exc))
+    if as_json:
+        typer.echo(json.dumps(eval_text.report_json(report), indent=2))
+    else:
+        eval_text.print_report(report)
+
+
+def _harness(context: AppContext, git: Path | None) -> Harness:
+    from bot.harness import local_harness
+
+    return local_harness(
+        engine=context.checked_engine(),
+        home=context.settings.home,
+        watch=context.watch_file(),
+        git=git,
+    )
+
+
+# --- leaderboard and compare ---------------------------------------------------------------------
+
+
+@eval_app.command("leaderboard")
+def leaderboard_command(
+    ctx: typer.Context,
+    window: Annotated[
+        str, typer.Option(help="Time window of the series: month or quarter.")
+    ] = "month",
+    margin_days: Annotated[
+        int, typer.Option(min=0, help="Tasks must be merged this many days after the cutoff.")
+    ] = 0,
+    svg: Annotated[Path | None, typer.Option(help="Also write the scores-over-time plot.")] = None,
+    areas: Annotated[bool, typer.Option("--areas", help="Also break scores down by area.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
+) -> None:
+    """Every run's scores: original tests vs with probes, both Resolved rules, per window."""
+    from bot import eval_text
+    from bot.leaderboard import build_leaderboard
+    from task_registry.scoring import Window
+
+    if window not in WINDOWS:
+        raise typer.BadParameter(f"{window!r} (known: {', '.join(WINDOWS)})", param_hint="--window")
+    with _app(ctx).session() as session:
+        board = build_leaderboard(session=session, window=Window(window), margin_days=margin_days)
+    if svg is not None:
+        from bot.plots import leaderboard_svg
+
+        svg.write_text(leaderboard_svg(board), encoding="utf-8")
+    if as_json:
+        typer.echo(board.model_dump_json(indent=2))
+        return
+    eval_text.print_leaderboard(board, areas=areas)
+    if svg is not None:
+        console.print(f"plot written to {svg}")
+
+
+@eval_app.command("compare")
+def compare_command(
+    ctx: typer.Context,
+    run_a: Annotated[str, typer.Argument(help="First run: AGENT or AGENT@LABEL.")],
+    run_b: Annotated[str, typer.Argument(help="Second run.")],
+    suite: Annotated[str, typer.Option(help="with_probes or original.")] = "with_probes",
+    rule: Annotated[str, typer.Option(help="Resolved rule: set or count.")] = "set",
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
+) -> None:
+    """Two runs on their shared tasks: fixed, broken, both, neither, and McNemar's exact p."""
+    from bot import eval_text
+    from bot.leaderboard import compare_runs
+    from task_registry.types import ScoreSuite
+
+    if suite not in SUITES:
+        raise typer.BadParameter(f"{suite!r} (known: {', '.join(SUITES)})", param_hint="--suite")
+    if rule not in RULES:
+        raise typer.BadParameter(f"{rule!r} (known: {', '.join(RULES)})", param_hint="--rule")
+    try:
+        with _app(ctx).session() as session:
+            result = compare_runs(
+                session=session, run_a=run_a, run_b=run_b, suite=ScoreSuite(suite), rule=rule
+            )
+    except _domain_errors() as exc:
+        _fail(str(exc))
+    if as_json:
+        typer.echo(result.model_dump_json(indent=2))
+        return
+    eval_text.print_comparison(result)

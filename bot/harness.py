@@ -1,0 +1,223 @@
+"""Evaluation runs: an agent on the selected tasks, each submission stored, then graded.
+
+Selection: validated and published tasks (or the ones named), merged on or
+after ``since``, and only those merged after the agent's model's knowledge
+cutoff (plus an optional margin): the rest are listed as excluded, never run.
+Per task (``bot.eval_task``): the golden baseline (stored, or one golden run
+made and stored), the agent in a fresh tree with no future
+(``runners.agents``), the submission stored (one per agent, task and run
+label), then graded in a separate clean tree (``bot.grading``) with two
+scores. A rerun skips graded submissions and regrades submitted ones without
+running the agent again. Empty, missing and unappliable submissions score 0;
+system faults (the agent command cannot start, no GPUs, a grading fault after
+its retries, a golden run that cannot complete) are stored as faults,
+excluded from scores and counted, and retried by the next run. Tasks run
+``parallel`` at a time; progress goes to a callback.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from bot.eval_task import TaskJob, Tracker
+from bot.eval_types import (
+    AgentInfo,
+    EvalError,
+    EvalEvent,
+    EvalReport,
+    EvalRequest,
+    ProgressCallback,
+    RepoResolver,
+    Stage,
+    TaskResult,
+)
+from bot.grading import RepoSetup
+from bot.reference_agents import ensure_reference_agents
+from bot.watchfile import WatchFile
+from runners.types import Backend
+from task_registry.db import session_scope
+from task_registry.evaluation import get_agent
+from task_registry.models import Model
+from task_registry.scoring import cutoff_start
+from task_registry.tasks import get_task, list_tasks
+from task_registry.types import TaskStatus
+
+__all__ = [
+    "EvalError",
+    "EvalEvent",
+    "EvalReport",
+    "EvalRequest",
+    "Harness",
+    "Stage",
+    "TaskResult",
+    "local_harness",
+    "repo_resolver",
+    "select_tasks",
+]
+
+ELIGIBLE_STATUSES = (TaskStatus.validated, TaskStatus.published)
+
+
+@dataclass(frozen=True)
+class Selection:
+    tasks: tuple[str, ...]
+    excluded_pre_cutoff: tuple[str, ...] = ()
+
+
+# --- selection ----------------------------------------------------------------------------
+
+
+def agent_info(*, session: Session, name: str) -> AgentInfo:
+    """The agent (reference agents are registered on first use) and its model's cutoff."""
+    ensure_reference_agents(session=session)
+    agent = get_agent(session=session, name=name)
+    model = session.get(Model, agent.model_id) if agent.model_id is not None else None
+    assert agent.id is not None
+    return AgentInfo(
+        agent_id=agent.id,
+        name=agent.name,
+        command=agent.command,
+        builtin=agent.builtin,
+        model=model.name if model else "",
+        cutoff=model.knowledge_cutoff if model else None,
+    )
+
+
+def select_tasks(*, session: Session, request: EvalRequest, cutoff: date | None) -> Selection:
+    """The tasks to run, oldest first, and those left out as merged before the cutoff."""
+    eligible = {t.instance_id: t for t in list_tasks(session=session, statuses=ELIGIBLE_STATUSES)}
+    if request.tasks:
+        _check_named(session, request.tasks, eligible)
+        chosen = [eligible[i] for i in dict.fromkeys(request.tasks)]
+    else:
+        chosen = list(eligible.values())
+    if request.since is not None:
+        since = datetime.combine(request.since, datetime.min.time(), UTC)
+        chosen = [t for t in chosen if t.created_at >= since]
+    chosen.sort(key=lambda t: (t.created_at, t.instance_id))
+    if cutoff is None:
+        return Selection(tuple(t.instance_id for t in chosen))
+    start = cutoff_start(cutoff, margin_days=request.margin_days)
+    return Selection(
+        tasks=tuple(t.instance_id for t in chosen if t.created_at >= start),
+        excluded_pre_cutoff=tuple(t.instance_id for t in chosen if t.created_at < start),
+    )
+
+
+def _check_named(session: Session, named: Sequence[str], eligible: Mapping[str, object]) -> None:
+    missing = [i for i in named if i not in eligible]
+    if not missing:
+        return
+    from task_registry.tasks import find_task
+
+    unknown = [i for i in missing if find_task(session=session, instance_id=i) is None]
+    not_ready = [i for i in missing if i not in unknown]
+    parts = [f"unknown task(s): {', '.join(unknown)}"] if unknown else []
+    if not_ready:
+        statuses = "/".join(ELIGIBLE_STATUSES)
+        parts.append(f"not {statuses} yet: {', '.join(not_ready)}")
+    raise EvalError("; ".join(parts))
+
+
+# --- the harness ---------------------------------------------------------------------------
+
+
+@dataclass
+class Harness:
+    """What an evaluation needs at hand: the registry, a backend, and where repositories are."""
+
+    engine: Engine
+    backend: Backend
+    repos: RepoResolver
+    agent_root: Path
+    keep_agent_trees: bool = False
+
+    def run(self, request: EvalRequest, progress: ProgressCallback | None = None) -> EvalReport:
+        """Evaluate ``request.agent`` on the selected tasks; see the module docstring."""
+        if request.parallel < 1:
+            raise EvalError(f"--parallel must be at least 1, not {request.parallel}")
+        started = time.monotonic()
+        with session_scope(self.engine) as session:
+            agent = agent_info(session=session, name=request.agent)
+            selection = select_tasks(session=session, request=request, cutoff=agent.cutoff)
+            repos = {r: self._setup(r) for r in _repos_of(session, selection.tasks)}
+        tracker = Tracker(len(selection.tasks), progress)
+        for instance_id in selection.tasks:
+            tracker.emit(Stage.selected, instance_id, counted=False)
+        job = TaskJob(
+            engine=self.engine,
+            backend=self.backend,
+            agent_root=self.agent_root,
+            agent=agent,
+            request=request,
+            repos=repos,
+            tracker=tracker,
+            keep_agent_trees=self.keep_agent_trees,
+        )
+        with ThreadPoolExecutor(max_workers=request.parallel) as pool:
+            results = tuple(pool.map(job.evaluate, selection.tasks))
+        return EvalReport(
+            agent=agent.name,
+            run_label=request.run_label,
+            results=results,
+            excluded_pre_cutoff=selection.excluded_pre_cutoff,
+            wall_s=time.monotonic() - started,
+        )
+
+    def _setup(self, repo: str) -> RepoSetup:
+        try:
+            return self.repos(repo)
+        except KeyError:
+            raise EvalError(
+                f"no local clone or mirror of {repo}: set `git` for it in the watch file "
+                "or pass --git PATH"
+            ) from None
+
+
+def repo_resolver(watch: WatchFile, git: Path | None = None) -> RepoResolver:
+    """Repository name → how its runs are made: the watch file's clone, setup commands and test
+    globs; ``git`` replaces every clone and serves repositories the watch file does not list."""
+    setups = {}
+    for repo in watch.repos:
+        mirror = git.expanduser() if git is not None else repo.git
+        if mirror is not None:
+            setups[repo.name] = RepoSetup(
+                mirror=mirror,
+                setup_commands=tuple(repo.setup_commands),
+                test_globs=tuple(repo.tests.globs),
+            )
+
+    def resolve(name: str) -> RepoSetup:
+        if name in setups:
+            return setups[name]
+        if git is not None:
+            return RepoSetup(mirror=git.expanduser())
+        raise KeyError(name)
+
+    return resolve
+
+
+def local_harness(
+    *, engine: Engine, home: Path, watch: WatchFile, git: Path | None = None
+) -> Harness:
+    """A harness on this host: runs under ``home/runs``, agent trees under ``home/agent-runs``."""
+    from runners.local import LocalBackend
+
+    return Harness(
+        engine=engine,
+        backend=LocalBackend(workspace_root=home / "runs"),
+        repos=repo_resolver(watch, git),
+        agent_root=home / "agent-runs",
+    )
+
+
+def _repos_of(session: Session, instance_ids: Sequence[str]) -> set[str]:
+    return {get_task(session=session, instance_id=i).repo for i in instance_ids}

@@ -1,0 +1,52 @@
+"""The leaderboard on the web: ``GET /leaderboard`` (the table and the plot, server-rendered)
+and ``GET /api/leaderboard`` (the same data as JSON). Both read ``bot.leaderboard``; the
+plot is an inline SVG drawn on the server, so the page needs no JavaScript."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse
+from fastapi.templating import Jinja2Templates
+
+from bot.api import Db
+from bot.leaderboard import Leaderboard, RateOut, build_leaderboard
+from bot.plots import inline_svg, leaderboard_svg
+from task_registry.scoring import Window
+
+TEMPLATES = Jinja2Templates(directory=Path(__file__).with_name("templates"))
+PAGE_RESAMPLES = 1000  # bootstrap resamples per rate on a page view: enough for a 95% interval
+
+WindowQuery = Annotated[Window, Query(description="time window of the series: month or quarter")]
+MarginQuery = Annotated[int, Query(ge=0, description="days after the cutoff a task must wait")]
+
+
+def format_rate(rate: RateOut) -> str:
+    """``38.9 ± 8.1 [22.2, 55.6]``: the rate, its SE and its bootstrap interval, in %."""
+    return f"{rate.value:.1f} ± {rate.se:.1f} [{rate.low:.1f}, {rate.high:.1f}]"
+
+
+def make_leaderboard_router() -> APIRouter:
+    router = APIRouter()
+
+    @router.get("/api/leaderboard", response_model=Leaderboard, tags=["api"])
+    def leaderboard_json(
+        db: Db, window: WindowQuery = Window.month, margin_days: MarginQuery = 0
+    ) -> Leaderboard:
+        return build_leaderboard(
+            session=db, window=window, margin_days=margin_days, resamples=PAGE_RESAMPLES
+        )
+
+    @router.get("/leaderboard", response_class=HTMLResponse, include_in_schema=False)
+    def leaderboard_page(
+        request: Request, db: Db, window: WindowQuery = Window.month, margin_days: MarginQuery = 0
+    ) -> HTMLResponse:
+        board = build_leaderboard(
+            session=db, window=window, margin_days=margin_days, resamples=PAGE_RESAMPLES
+        )
+        context = {"board": board, "svg": inline_svg(leaderboard_svg(board)), "rate": format_rate}
+        return TEMPLATES.TemplateResponse(request, "leaderboard.html", context)
+
+    return router
