@@ -13,6 +13,7 @@ mirror's worktree list is pruned.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -27,6 +28,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from types import FrameType
+
+from filelock import FileLock
 
 # Variables that would point git at another repository than the one we name.
 _GIT_LOCATION_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR")
@@ -108,8 +111,16 @@ def _folder_prefix(label: str) -> str:
     return f"run-{safe}-" if safe else "run-"
 
 
+def _worktree_lock(repo: Path) -> FileLock:
+    """One lock per mirror: concurrent ``git worktree add``/``prune`` race on the mirror's
+    ``worktrees/`` admin folder (every tree is named "tree"), so they take turns."""
+    digest = hashlib.sha256(str(repo).encode()).hexdigest()[:16]
+    return FileLock(Path(tempfile.gettempdir()) / f"probewatch-worktrees-{digest}.lock")
+
+
 def _add_worktree(repo: Path, sha: str, tree: Path) -> None:
-    git(["worktree", "add", "--detach", "--quiet", str(tree), sha], cwd=repo)
+    with _worktree_lock(repo):
+        git(["worktree", "add", "--detach", "--quiet", str(tree), sha], cwd=repo)
 
 
 def _shared_checkout(repo: Path, sha: str, tree: Path) -> None:
@@ -128,7 +139,8 @@ def _remove(repo: Path, folder: Path, mode: WorkspaceMode) -> None:
     if mode is WorkspaceMode.worktree:
         # The admin entry of a tree that is gone; entries still being created are
         # locked by git ("initializing") and left alone.
-        git(["worktree", "prune"], cwd=repo, check=False)
+        with _worktree_lock(repo):
+            git(["worktree", "prune"], cwd=repo, check=False)
 
 
 def force_rmtree(path: Path) -> None:

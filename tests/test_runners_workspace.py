@@ -168,3 +168,32 @@ def test_a_folder_that_is_not_a_repository_is_named(tmp_path: Path) -> None:
         workspace(tmp_path / "plain", "HEAD", root=tmp_path / "runs"),
     ):
         pass
+
+
+def _workspaces_in_a_process(mirror: str, commit: str, root: str, count: int) -> list[str]:
+    failures = []
+    for index in range(count):
+        try:
+            with workspace(Path(mirror), commit, root=Path(root), label=f"p{index}") as ws:
+                assert (ws.tree / "pkg").is_dir()
+        except Exception as exc:  # returned to the parent, which asserts there are none
+            failures.append(repr(exc))
+    return failures
+
+
+def test_processes_sharing_a_mirror_do_not_race_on_its_worktree_list(
+    tmp_path: Path, upstream: tuple[FixtureRepo, str, str], mirror: Path
+) -> None:
+    """Regression: runs started at once on one mirror failed with "failed to read
+    .git/worktrees/tree/commondir": git's admin entries for trees all named "tree" raced."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    root = tmp_path / "runs"
+    with ProcessPoolExecutor(max_workers=8) as pool:
+        futures = [
+            pool.submit(_workspaces_in_a_process, str(mirror), upstream[1], str(root), 12)
+            for _ in range(8)
+        ]
+        failures = [failure for future in futures for failure in future.result()]
+    assert failures == []
+    assert worktrees(mirror) == [str(mirror)]
