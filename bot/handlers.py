@@ -209,9 +209,8 @@ def _store(ctx: JobContext, report: PRReport, **fields: Any) -> None:
 def poll_repo(ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
     job = PollPayload.model_validate(payload)
     watched = ctx.watched(job.repo)
-    gh_repo = ctx.github.for_repo(job.repo).get_repo(job.repo)
-    with ctx.session() as session:
-        numbers = poll_merged(session=session, repo=gh_repo, watched=watched)
+    client = ctx.github.for_repo(job.repo)
+    numbers = poll_merged(engine=ctx.app.engine, client=client, watched=watched)
     queued = [
         n
         for n in numbers

@@ -1,7 +1,7 @@
 """The pipeline stages the bot drives, each behind one function.
 
 ``mine_one_pr`` mines a single merged PR (a webhook said it merged), ``poll_merged``
-lists PRs merged since the last poll, and ``build_and_validate`` turns a mined PR
+mines the PRs merged since the last poll, and ``build_and_validate`` turns a mined PR
 into its coverage table. Jobs call only these, so a stage that lands in its own
 package changes one function here and nothing in the worker, the webhook or the
 report.
@@ -16,7 +16,7 @@ lands, ``build_and_validate`` calls it for a candidate without a task.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from sqlmodel import Session
@@ -25,20 +25,19 @@ from bot.coverage import CoverageTable, coverage_from_registry
 from bot.watchfile import WatchedRepo
 from task_registry.candidates import upsert_candidate
 from task_registry.models import RepoCreate
-from task_registry.repos import get_cursor, get_or_create_repo, set_cursor
+from task_registry.repos import find_repo, get_cursor, get_or_create_repo
 from task_registry.swebench import instance_id_for
 from task_registry.tasks import find_task
 from task_registry.types import CursorSource, DescriptionSource, PRKind
 
 if TYPE_CHECKING:
+    from github import Github
     from github.PullRequest import PullRequest
     from github.Repository import Repository
+    from sqlalchemy.engine import Engine
 
     from pr_miner.config import MiningConfig
     from pr_miner.types import FileChange, MergedPR
-
-# A poll looks at most this many recently updated closed PRs; older ones were seen before.
-POLL_PAGE_LIMIT = 100
 
 
 class PipelineError(RuntimeError):
@@ -125,39 +124,42 @@ def _files(pull: PullRequest) -> tuple[FileChange, ...]:
     )
 
 
-def poll_merged(*, session: Session, repo: Repository, watched: WatchedRepo) -> list[int]:
-    """Numbers of PRs merged since the last poll, oldest first; moves the cursor past them.
+# A repository polled for the first time is mined this far back; later polls start at the cursor.
+FIRST_POLL_LOOKBACK = timedelta(days=30)
 
-    Adapter until ``pr_miner``'s GitHub source mines incrementally for the scheduler.
+
+def poll_merged(*, engine: Engine, client: Github, watched: WatchedRepo) -> list[int]:
+    """Numbers of the PRs merged since the last poll that pass the filters, oldest first.
+
+    The miner's incremental GitHub source does the work: it owns the repo's ``github``
+    cursor (a conditional re-poll of an unchanged repo costs no quota) and stores every
+    merged PR with its verdict, so a poll and ``probewatch mine --github`` never disagree.
     """
-    row = get_or_create_repo(
-        session=session,
-        repo_in=RepoCreate(full_name=watched.name, default_branch=watched.default_branch),
+    from pr_miner.github_source import GitHubSource
+    from pr_miner.mining import mine
+
+    source = GitHubSource(client, watched.name, watched.default_branch)
+    report = mine(
+        engine=engine,
+        repo=watched.name,
+        source=source,
+        config=mining_config(watched),
+        since=None
+        if _has_cursor(engine, watched.name)
+        else datetime.now(UTC) - FIRST_POLL_LOOKBACK,
+        default_branch=watched.default_branch,
     )
-    assert row.id is not None
-    cursor = get_cursor(session=session, repo_id=row.id, source=CursorSource.github)
-    since = datetime.fromisoformat(cursor) if cursor else None
-    merged = _merged_since(repo, watched.default_branch, since)
-    if merged:
-        latest = max(at for at, _ in merged)
-        set_cursor(
-            session=session, repo_id=row.id, source=CursorSource.github, position=latest.isoformat()
-        )
-    return [number for _, number in sorted(merged)]
+    return [s.number for s in report.survivors if s.kind == PRKind.github]
 
 
-def _merged_since(
-    repo: Repository, branch: str, since: datetime | None
-) -> list[tuple[datetime, int]]:
-    found: list[tuple[datetime, int]] = []
-    pulls = repo.get_pulls(state="closed", sort="updated", direction="desc", base=branch)
-    for index, pull in enumerate(pulls):
-        seen_before = since is not None and pull.updated_at is not None and pull.updated_at <= since
-        if index >= POLL_PAGE_LIMIT or seen_before:
-            break
-        if pull.merged_at is not None and (since is None or pull.merged_at > since):
-            found.append((pull.merged_at, pull.number))
-    return found
+def _has_cursor(engine: Engine, repo: str) -> bool:
+    from task_registry.db import session_scope
+
+    with session_scope(engine) as session:
+        row = find_repo(session=session, full_name=repo)
+        if row is None or row.id is None:
+            return False
+        return get_cursor(session=session, repo_id=row.id, source=CursorSource.github) is not None
 
 
 def build_and_validate(*, session: Session, repo: str, number: int) -> CoverageTable | None:

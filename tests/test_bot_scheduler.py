@@ -20,11 +20,13 @@ from bot.scheduler import (
 )
 from bot.watchfile import WatchedRepo
 from bot.worker import Worker
+from task_registry.candidates import find_candidate
 from task_registry.db import session_scope
 from task_registry.jobs import list_jobs
 from task_registry.reports import upsert_installation
+from task_registry.repos import get_repo
 from tests.bot_support import REPO, make_bot
-from tests.github_emulator import GitHubEmulator
+from tests.github_emulator import GitHubEmulator, PullFile
 
 WATCHED = [
     WatchedRepo(name=REPO, poll_interval_minutes=30),
@@ -99,12 +101,19 @@ def test_a_repo_with_the_app_installed_is_not_polled(engine: Engine) -> None:
     assert poll_jobs(engine) == []
 
 
-def test_a_poll_queues_each_newly_merged_pr_once(
+def test_a_poll_mines_new_merges_and_queues_each_survivor_once(
     sqlite_engine: Engine, github_emulator: GitHubEmulator, tmp_path: Path
 ) -> None:
     bot = make_bot(sqlite_engine, github_emulator, tmp_path)
-    t0 = datetime(2026, 11, 1, tzinfo=UTC)
-    github_emulator.state.add_pull(REPO, 6, merged=True, merged_at=t0, updated_at=t0)
+    t0 = datetime.now(UTC) - timedelta(days=1)
+    big = [
+        PullFile("pkg/core.py", additions=60, deletions=5),
+        PullFile("tests/test_core.py", status="added", additions=20),
+    ]
+    github_emulator.state.add_pull(REPO, 6, merged=True, merged_at=t0, updated_at=t0, files=big)
+    github_emulator.state.add_pull(
+        REPO, 8, merged=True, merged_at=t0, updated_at=t0, files=[PullFile("pkg/x.py")]
+    )
     github_emulator.state.add_pull(REPO, 7, state="closed", closed_at=t0, updated_at=t0)
     handlers = {JobKind.poll_repo: bot.worker.handlers[JobKind.poll_repo]}
     poller = Worker(bot.context, bot.service, handlers=handlers, github=bot.worker.github)
@@ -119,10 +128,36 @@ def test_a_poll_queues_each_newly_merged_pr_once(
     enqueue_poll(REPO, 30)
     second = poller.run_until_idle()
 
-    assert first[0].result["queued"] == [6, 5]  # oldest merge first
+    assert sorted(first[0].result["queued"]) == [5, 6]  # #8 is under the threshold
     assert second[0].result == {"merged": [], "queued": []}
     with session_scope(sqlite_engine) as session:
         mined = sorted(
             j.payload["number"] for j in list_jobs(session=session) if j.kind == JobKind.mine_pr
         )
+        repo_id = get_repo(session=session, full_name=REPO).id or 0
+        small = find_candidate(session=session, repo_id=repo_id, number=8)
     assert mined == [5, 6]
+    assert small is not None
+    assert small.filter_verdict == "rejected"
+
+
+def test_a_poll_and_probewatch_mine_share_one_cursor(
+    sqlite_engine: Engine, github_emulator: GitHubEmulator, tmp_path: Path
+) -> None:
+    """Regression: the poller stored a bare ISO time in the github cursor the miner's
+    GitHub source reads as JSON, so `probewatch mine --github` crashed after a poll."""
+    from bot.pipeline import mining_config, poll_merged
+    from pr_miner.github_source import GitHubSource
+    from pr_miner.mining import mine
+
+    bot = make_bot(sqlite_engine, github_emulator, tmp_path)
+    watched = bot.context.watch_file().get(REPO)
+    client = bot.worker.github.for_repo(REPO)
+    assert poll_merged(engine=sqlite_engine, client=client, watched=watched) == [5]
+    again = mine(
+        engine=sqlite_engine,
+        repo=REPO,
+        source=GitHubSource(client, REPO, watched.default_branch),
+        config=mining_config(watched),
+    )
+    assert again.created == 0
