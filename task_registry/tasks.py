@@ -27,11 +27,13 @@ from task_registry.types import TaskStatus, utcnow
 RowT = TypeVar("RowT", Promise, Probe, AdversarialPatch)
 
 # candidate → built → validated → published → retired; a rebuild steps back to built,
-# and any task can be retired.
+# a re-validation stays validated, and any task can be retired.
 TRANSITIONS: dict[TaskStatus, frozenset[TaskStatus]] = {
     TaskStatus.candidate: frozenset({TaskStatus.built, TaskStatus.retired}),
     TaskStatus.built: frozenset({TaskStatus.built, TaskStatus.validated, TaskStatus.retired}),
-    TaskStatus.validated: frozenset({TaskStatus.built, TaskStatus.published, TaskStatus.retired}),
+    TaskStatus.validated: frozenset(
+        {TaskStatus.built, TaskStatus.validated, TaskStatus.published, TaskStatus.retired}
+    ),
     TaskStatus.published: frozenset({TaskStatus.retired}),
     TaskStatus.retired: frozenset(),
 }

@@ -120,6 +120,7 @@ def test_task_status_follows_the_lifecycle(engine: Engine) -> None:
         with pytest.raises(InvalidTransition, match="cannot go from built to published"):
             set_task_status(session=session, task=task, status=TaskStatus.published)
         set_task_status(session=session, task=task, status=TaskStatus.validated)
+        set_task_status(session=session, task=task, status=TaskStatus.validated)  # re-validated
         set_task_status(session=session, task=task, status=TaskStatus.published)
         set_task_status(session=session, task=task, status=TaskStatus.retired)
         with pytest.raises(InvalidTransition):
