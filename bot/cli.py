@@ -16,6 +16,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from bot import cli_build
 from bot.cli_envs import envs_app
 from bot.cli_eval import agents_app, eval_app
 from bot.cli_mine import candidates_app, mine_app
@@ -40,6 +41,9 @@ app.add_typer(envs_app, name="envs")
 app.add_typer(runners_app, name="runners")
 app.add_typer(mine_app, name="mine")
 app.add_typer(candidates_app, name="candidates")
+app.command("build")(cli_build.build)
+app.command("validate")(cli_build.validate)
+app.command("show")(cli_build.show)
 app.add_typer(eval_app)  # eval, leaderboard, compare
 app.add_typer(agents_app, name="agents")
 

@@ -1,0 +1,297 @@
+"""``probewatch build``, ``validate`` and ``show``: from an accepted candidate to a validated task.
+
+``build INSTANCE`` derives the task from the candidate PR and a local mirror
+of its repository (``--git``, else the watch file's ``git``): patch split,
+promises, assertion profile, contract, statement, hollow and adversarial
+patches. ``validate INSTANCE`` runs the acceptance protocol on this host
+with the probes in ``--probes DIR`` (or those already stored) and stores the
+coverage table; ``show INSTANCE`` prints it. Runs show progress on stderr, so
+``--json`` output on stdout stays clean. Heavy modules load inside the commands.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+if TYPE_CHECKING:
+    from bot.context import AppContext
+    from probe_builder.pipeline import (
+        BuildResult,
+        ProgressEvent,
+        RepoSettings,
+        ValidationResult,
+    )
+
+RUNS_FOLDER = "runs"  # under the home folder: the work trees of validation runs
+
+
+def console() -> Console:
+    """Made when a command prints, so the width is the terminal's (or COLUMNS) at that time."""
+    return Console()
+
+
+def err_console() -> Console:
+    return Console(stderr=True)
+
+
+def _app(ctx: typer.Context) -> AppContext:
+    return ctx.find_root().obj  # type: ignore[no-any-return]
+
+
+def _fail(message: str) -> NoReturn:
+    """One line on stderr and exit code 1, never a traceback."""
+    err_console().print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+    raise typer.Exit(1)
+
+
+@contextmanager
+def _pipeline_errors() -> Iterator[None]:
+    from probe_builder.gitio import GitError
+    from probe_builder.pipeline import PipelineError
+    from runners.workspace import WorkspaceError
+
+    try:
+        yield
+    except (PipelineError, GitError, WorkspaceError) as exc:
+        _fail(str(exc))
+
+
+def repo_settings(context: AppContext, instance: str) -> tuple[RepoSettings, Path | None]:
+    """The repository's test conventions and mirror from the watch file, or the defaults."""
+    from bot.watchfile import DEFAULT_TEST_GLOBS
+    from probe_builder.pipeline import PipelineError, RepoSettings, parse_instance_id
+
+    try:
+        repo, _ = parse_instance_id(instance)
+    except PipelineError as exc:
+        raise typer.BadParameter(str(exc), param_hint="INSTANCE") from None
+    watched = context.watch_file().find(repo)
+    if watched is None:
+        return RepoSettings(test_globs=tuple(DEFAULT_TEST_GLOBS)), None
+    settings = RepoSettings(
+        test_globs=tuple(watched.tests.globs),
+        setup_commands=tuple(watched.setup_commands),
+        gpus=watched.tests.default_gpus,
+    )
+    return settings, watched.git
+
+
+def _mirror(given: Path | None, watched: Path | None, instance: str) -> Path:
+    mirror = given or watched
+    if mirror is None:
+        _fail(f"no local mirror for {instance}: pass --git PATH or set `git` in the watch file")
+    if not mirror.exists():
+        _fail(f"the mirror {mirror} does not exist")
+    return mirror
+
+
+@contextmanager
+def _progress(label: str) -> Iterator[Any]:
+    """A spinner on stderr that shows the latest progress event."""
+    with err_console().status(escape(label)) as status:
+
+        def show(event: ProgressEvent) -> None:
+            count = f"[{event.done}] " if event.done is not None else ""
+            status.update(escape(f"{label}: {count}{event.message}"))
+
+        yield show
+
+
+def _print_json(document: Any) -> None:
+    typer.echo(json.dumps(document, indent=2, default=str))
+
+
+# --- build -------------------------------------------------------------------------------
+
+
+def build(
+    ctx: typer.Context,
+    instance: Annotated[str, typer.Argument(help="Instance id: OWNER__NAME-NUMBER.")],
+    git: Annotated[
+        Path | None, typer.Option("--git", help="Local clone or mirror (default: watch file).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
+) -> None:
+    """Build a task from an accepted candidate: split, promises, contract, statement, patches."""
+    from probe_builder.pipeline import build_task
+
+    context = _app(ctx)
+    settings, watched = repo_settings(context, instance)
+    mirror = _mirror(git, watched, instance)
+    with _pipeline_errors(), _progress(f"building {instance}") as show:
+        result = build_task(
+            engine=context.checked_engine(),
+            instance_id=instance,
+            mirror=mirror,
+            settings=settings,
+            progress=show,
+        )
+    if as_json:
+        _print_json(build_summary(result))
+        return
+    _print_build(result)
+
+
+def build_summary(result: BuildResult) -> dict[str, Any]:
+    return {
+        "instance_id": result.instance_id,
+        "action": str(result.action),
+        "status": str(result.status),
+        "promises": result.promises,
+        "adversarials": result.adversarials,
+        "statement_lint_ok": result.lint_ok,
+        "statement_leaks_ok": result.leaks_ok,
+        "notes": list(result.notes),
+    }
+
+
+def _print_build(result: BuildResult) -> None:
+    out = console()
+    out.print(
+        f"{result.instance_id}: {result.action}, status {result.status}: "
+        f"{result.promises} promise(s), {result.adversarials} adversarial patch(es), "
+        f"statement lint {'ok' if result.lint_ok else 'FAILED'}, "
+        f"leak check {'ok' if result.leaks_ok else 'FAILED'}",
+        highlight=False,
+    )
+    for note in result.notes:
+        out.print(f"  note: {note}", markup=False, highlight=False)
+
+
+# --- validate ----------------------------------------------------------------------------
+
+
+def validate(
+    ctx: typer.Context,
+    instance: Annotated[str, typer.Argument(help="Instance id: OWNER__NAME-NUMBER.")],
+    probes: Annotated[
+        Path | None,
+        typer.Option(
+            "--probes",
+            help="Folder of probe files (test_*.py; an optional probes.toml maps a file to "
+            "its promise category under a categories table). "
+            "Default: the probes already stored for the task.",
+        ),
+    ] = None,
+    git: Annotated[
+        Path | None, typer.Option("--git", help="Local clone or mirror (default: watch file).")
+    ] = None,
+    cpu_slots: Annotated[
+        int | None, typer.Option(min=1, help="Parallel CPU runs (default: half the cores).")
+    ] = None,
+    no_coverage: Annotated[
+        bool,
+        typer.Option("--no-coverage", help="Judge every adversarial on all the PR's tests."),
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
+) -> None:
+    """Run the acceptance protocol (golden x3, snapshot, hollow, adversarials) and store it."""
+    from probe_builder.pipeline import load_probe_folder, validate_task
+    from runners.local import LocalBackend
+
+    context = _app(ctx)
+    settings, watched = repo_settings(context, instance)
+    mirror = _mirror(git, watched, instance)
+    root = context.settings.home / RUNS_FOLDER
+    with _pipeline_errors(), _progress(f"validating {instance}") as show:
+        chosen = load_probe_folder(probes) if probes is not None else None
+        result = validate_task(
+            engine=context.checked_engine(),
+            instance_id=instance,
+            mirror=mirror,
+            settings=settings,
+            backend=LocalBackend(workspace_root=root, cpu_slots=cpu_slots),
+            workspace_root=root,
+            probes=chosen,
+            use_coverage=not no_coverage,
+            progress=show,
+        )
+    if as_json:
+        _print_json(validation_summary(result))
+        return
+    _print_validation(result)
+
+
+def validation_summary(result: ValidationResult) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    return {
+        "instance_id": result.instance_id,
+        "probe_set_accepted": result.accepted,
+        "probes": [
+            {
+                "path": o.probe.path,
+                "accepted": o.accepted,
+                "reason": o.reason,
+                "golden_passes": o.golden_passes,
+                "golden_runs": o.golden_runs,
+                "rejects": [ref.label for ref in o.rejects],
+            }
+            for o in result.probes
+        ],
+        "survivors": list(result.survivors),
+        "runs": result.runs,
+        "revision_rounds": result.rounds,
+        "survivor_search": asdict(result.stats),
+        "notes": list(result.notes),
+    }
+
+
+def _print_validation(result: ValidationResult) -> None:
+    out = console()
+    verdict = "accepted" if result.accepted else "not accepted"
+    out.print(
+        f"{result.instance_id}: probe set {verdict}; {len(result.survivors)} surviving "
+        f"adversarial patch(es); {result.runs} run(s)",
+        highlight=False,
+    )
+    if result.probes:
+        table = Table("probe", "verdict", "golden", "rejects")
+        for o in result.probes:
+            table.add_row(
+                escape(o.probe.path),
+                escape("accepted" if o.accepted else f"rejected: {o.reason}"),
+                f"{o.golden_passes}/{o.golden_runs}",
+                escape(", ".join(ref.label for ref in o.rejects) or "nothing"),
+            )
+        out.print(table)
+    for note in result.notes:
+        out.print(f"  note: {note}", markup=False, highlight=False)
+
+
+# --- show --------------------------------------------------------------------------------
+
+
+def show(
+    ctx: typer.Context,
+    instance: Annotated[str, typer.Argument(help="Instance id: OWNER__NAME-NUMBER.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the table as JSON.")] = False,
+) -> None:
+    """Print a task's coverage table: promise, PR-test verdict, probes, controls, survivors."""
+    from probe_builder.coverage import CoverageTable, render_coverage
+    from task_registry.tasks import get_task
+
+    with _app(ctx).session() as session:
+        task = get_task(session=session, instance_id=instance)
+        status, coverage = task.status, task.coverage
+        f2p, p2p = len(task.fail_to_pass), len(task.pass_to_pass)
+    if not coverage:
+        _fail(f"task {instance} has no coverage table yet: run `probewatch build {instance}`")
+    table = CoverageTable.model_validate(coverage)
+    if as_json:
+        _print_json({"status": str(status), **table.model_dump(mode="json")})
+        return
+    out = console()
+    out.print(f"{instance}: {status}; FAIL_TO_PASS {f2p}, PASS_TO_PASS {p2p}", highlight=False)
+    out.print(render_coverage(table))
+    for note in table.notes:
+        out.print(f"  note: {note}", markup=False, highlight=False)

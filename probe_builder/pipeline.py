@@ -1,0 +1,412 @@
+"""Build and validate tasks: from a mined candidate PR to a stored, validated task.
+
+``build_task`` reads an accepted candidate (repo, number, merge commit, title,
+body) and a local mirror of its repository, derives the task's material
+(split, promises, assertion profile and verdicts, contract, statement with
+its lint and leak reports, hollow patch, adversarial patches; see
+:mod:`probe_builder.material`) and stores it as one transaction: the task
+(status ``built``), its promises, its adversarial patches and a first
+coverage table. ``validate_task`` runs the acceptance protocol
+(:mod:`probe_builder.acceptance`) on the stored task with the curator's or
+the author's probes, outside any transaction, then stores the probes with
+their verdicts, each run with its per-test results, the survivors, FAIL_TO_PASS
+and PASS_TO_PASS and the coverage table, and marks the task ``validated``.
+Re-running either is idempotent: an unchanged build is left alone, a changed
+one replaces the task's derived rows, and both refuse when submissions were
+graded against the task. Progress goes to an optional callback.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from sqlalchemy.engine import Engine
+
+from probe_builder.acceptance import (
+    AcceptanceInputs,
+    AcceptanceReport,
+    ProbeFile,
+    ProbeOutcome,
+    Reviser,
+    run_acceptance,
+)
+from probe_builder.authors import Author, AuthorError, AuthorRequest
+from probe_builder.coverage import CoverageTable
+from probe_builder.diffs import DiffParseError, parse_diff
+from probe_builder.gitio import GitError, GitTree, run_git
+from probe_builder.hollow import HollowError
+from probe_builder.material import PullRequest, TaskMaterial, build_material
+from probe_builder.promises import ExtractedPromise
+from probe_builder.split import is_test_path
+from probe_builder.statement import Hardware as StatementHardware
+from probe_builder.statement_checks import check_leaks
+from probe_builder.survivors import (
+    BaselineError,
+    ControlRun,
+    ControlRunner,
+    SearchStats,
+    TaskRunSpec,
+)
+from probe_builder.task_records import (
+    VALIDATION_NOTE,
+    BuildResult,
+    CandidateRef,
+    PipelineError,
+    StoredTask,
+    load_candidate,
+    load_stored_task,
+    parse_instance_id,
+    store_build,
+    store_validation,
+)
+from runners.types import Backend, EnvironmentRef, Hardware, Outcome
+from task_registry.db import session_scope
+from task_registry.types import PromiseCategory
+
+__all__ = [
+    "BuildResult",
+    "PipelineError",
+    "ProbeFile",
+    "ProgressEvent",
+    "RepoSettings",
+    "ValidationResult",
+    "build_task",
+    "load_probe_folder",
+    "parse_instance_id",
+    "validate_task",
+]
+
+DEFAULT_PROBE_DIR = "tests/probes"  # where a curator's probe files go in the run's tree
+PROBE_MANIFEST = "probes.toml"  # optional, in a probe folder: [categories] file = "state"
+
+
+class Stage(StrEnum):
+    material = "material"
+    store = "store"
+    runs = "runs"
+
+
+@dataclass(frozen=True)
+class ProgressEvent:
+    stage: Stage
+    message: str
+    done: int | None = None  # runs finished so far, during the runs stage
+
+
+Progress = Callable[[ProgressEvent], None]
+
+
+def _noop(_: ProgressEvent) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class RepoSettings:
+    """The repository's conventions (from the watch file) that build and validate need."""
+
+    test_globs: tuple[str, ...]
+    setup_commands: tuple[str, ...] = ()
+    gpus: int = 0
+    gpu_type: str | None = None
+    environment: EnvironmentRef | None = None
+    timeout_per_test_s: float | None = 300.0
+    timeout_run_s: float = 3600.0
+
+
+# --- where a task comes from -------------------------------------------------------------
+
+
+def pre_change_commit(mirror: Path, merge_sha: str) -> str:
+    """The merge commit's first parent: the pre-change snapshot.
+
+    Not GitHub's ``base.sha`` (the base branch's tip when the PR was opened), which
+    would drag other PRs' changes into the diff."""
+    try:
+        return run_git(mirror, "rev-parse", "--verify", f"{merge_sha}^1^{{commit}}").strip()
+    except GitError as exc:
+        raise PipelineError(
+            f"commit {merge_sha} (or its parent) is not in the mirror {mirror}: fetch it first"
+        ) from exc
+
+
+def commit_time(mirror: Path, sha: str) -> datetime:
+    stamp = run_git(mirror, "show", "-s", "--format=%ct", sha).strip()
+    return datetime.fromtimestamp(int(stamp), tz=UTC)
+
+
+# --- build -------------------------------------------------------------------------------
+
+
+def build_task(
+    *,
+    engine: Engine,
+    instance_id: str,
+    mirror: Path,
+    settings: RepoSettings,
+    author: Author | None = None,
+    progress: Progress = _noop,
+) -> BuildResult:
+    """Derive the task's material from the candidate and store it (one transaction)."""
+    with session_scope(engine) as session:
+        candidate = load_candidate(session, instance_id)
+    base = pre_change_commit(mirror, candidate.merge_sha)
+    progress(ProgressEvent(Stage.material, f"deriving {instance_id} from {base[:10]}.."))
+    pr = PullRequest(
+        mirror, base, candidate.merge_sha, candidate.title, candidate.body, instance_id
+    )
+    hardware = StatementHardware(settings.gpus, settings.gpu_type)
+    try:
+        material = build_material(
+            pr, test_globs=settings.test_globs, hardware=hardware, author=author
+        )
+    except (HollowError, DiffParseError, AuthorError) as exc:
+        raise PipelineError(f"{instance_id} cannot be built: {exc}") from exc
+    progress(ProgressEvent(Stage.store, f"storing {instance_id}"))
+    merged_at = candidate.merged_at or commit_time(mirror, candidate.merge_sha)
+    fields = _task_fields(candidate, base, merged_at, material, settings)
+    with session_scope(engine) as session:
+        return store_build(session, candidate, fields, material)
+
+
+def _task_fields(
+    candidate: CandidateRef,
+    base: str,
+    merged_at: datetime,
+    material: TaskMaterial,
+    settings: RepoSettings,
+) -> dict[str, Any]:
+    return dict(
+        repo=candidate.repo,
+        pull_number=candidate.number,
+        base_commit=base,
+        merge_commit=candidate.merge_sha,
+        created_at=merged_at,
+        patch=material.split.golden,
+        test_patch=material.split.test,
+        problem_statement=material.statement,
+        contract=material.contract.model_dump(mode="json"),
+        hollow_patch=material.hollow.patch,
+        gpus=settings.gpus,
+        gpu_type=settings.gpu_type,
+        fail_to_pass=[],
+        pass_to_pass=[],
+    )
+
+
+# --- validate ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ValidationResult:
+    instance_id: str
+    accepted: bool
+    probes: tuple[ProbeOutcome, ...]
+    survivors: tuple[str, ...]
+    stats: SearchStats
+    runs: int
+    rounds: int
+    notes: tuple[str, ...]
+    table: CoverageTable
+
+
+def run_spec(stored: StoredTask, mirror: Path, settings: RepoSettings) -> TaskRunSpec:
+    """The original tests are the PR's post-change test files, read from the merge commit."""
+    head = GitTree(mirror, stored.merge_commit)
+    files = parse_diff(stored.test_patch)
+    tests = {
+        f.path: text for f in files if not f.is_deleted and (text := head.read(f.path)) is not None
+    }
+    return TaskRunSpec(
+        repo=mirror,
+        base_commit=stored.base_commit,
+        golden_patch=stored.patch,
+        original_tests=tests,
+        removed_tests=tuple(f.old_path or f.path for f in files if f.is_deleted),
+        setup_commands=settings.setup_commands,
+        environment=settings.environment,
+        hardware=Hardware(gpus=settings.gpus, gpu_type=settings.gpu_type),
+        timeout_per_test_s=settings.timeout_per_test_s,
+        timeout_run_s=settings.timeout_run_s,
+    )
+
+
+def _promises(table: CoverageTable) -> tuple[ExtractedPromise, ...]:
+    return tuple(
+        ExtractedPromise(
+            category=p.category, quote=p.quote, quantity=p.quantity, position=p.position
+        )
+        for p in table.promises
+    )
+
+
+def author_reviser(author: Author, stored: StoredTask, mirror: Path) -> Reviser:
+    """Ask ``author`` for probes, telling it why the previous round's were rejected."""
+    request = AuthorRequest(
+        instance_id=stored.instance_id,
+        title=stored.title,
+        description=stored.body,
+        golden_files=tuple(parse_diff(stored.patch)),
+        test_patch=stored.test_patch,
+        promises=_promises(stored.table),
+        contract=stored.contract,
+        base=GitTree(mirror, stored.base_commit),
+        head=GitTree(mirror, stored.merge_commit),
+        statement=stored.statement,
+    )
+
+    def revise(round_number: int, feedback: str) -> list[ProbeFile]:
+        asked = AuthorRequest(**{**request.__dict__, "round": round_number, "feedback": feedback})
+        return [
+            ProbeFile(p.path, p.content, p.promise_category, author=author.name, round=round_number)
+            for p in author.propose_probes(asked)
+        ]
+
+    return revise
+
+
+def validate_task(
+    *,
+    engine: Engine,
+    instance_id: str,
+    mirror: Path,
+    settings: RepoSettings,
+    backend: Backend,
+    workspace_root: Path,
+    probes: Sequence[ProbeFile] | None = None,
+    author: Author | None = None,
+    max_rounds: int = 2,
+    use_coverage: bool = True,
+    progress: Progress = _noop,
+) -> ValidationResult:
+    """Run the acceptance protocol on a built task and store what it found."""
+    with session_scope(engine) as session:
+        stored = load_stored_task(session, instance_id)
+    chosen = tuple(probes) if probes is not None else stored.probes
+    inputs = AcceptanceInputs(
+        run_spec(stored, mirror, settings), stored.hollow_patch, stored.adversarials
+    )
+    counter = _RunCounter(progress)
+    runner = ControlRunner(backend, workspace_root=workspace_root, on_run=counter)
+    progress(
+        ProgressEvent(
+            Stage.runs,
+            f"validating {instance_id}: {len(chosen)} probe(s), "
+            f"{len(stored.adversarials)} adversarial patch(es)",
+        )
+    )
+    try:
+        report = run_acceptance(
+            inputs,
+            chosen,
+            runner,
+            revise=author_reviser(author, stored, mirror) if author is not None else None,
+            max_rounds=max_rounds,
+            use_coverage=use_coverage,
+        )
+    except BaselineError as exc:
+        raise PipelineError(f"{instance_id} cannot be validated: {exc}") from exc
+    notes = validation_notes(report, stored)
+    progress(ProgressEvent(Stage.store, f"storing {len(report.runs)} run(s)"))
+    with session_scope(engine) as session:
+        table = store_validation(session, stored, report, notes, backend.name)
+    return ValidationResult(
+        instance_id=instance_id,
+        accepted=report.accepted,
+        probes=report.probes,
+        survivors=report.survivors,
+        stats=report.search.stats,
+        runs=len(report.runs),
+        rounds=report.rounds,
+        notes=tuple(notes),
+        table=table,
+    )
+
+
+@dataclass
+class _RunCounter:
+    progress: Progress
+    done: int = 0
+
+    def __call__(self, run: ControlRun) -> None:
+        self.done += 1
+        outcome = run.result.outcome
+        summary = f"{len(run.result.passed)}/{len(run.result.tests)} passed"
+        what = summary if outcome is Outcome.completed else f"{outcome}: {run.result.detail[:80]}"
+        self.progress(ProgressEvent(Stage.runs, f"{run.label}: {what}", done=self.done))
+
+
+def validation_notes(report: AcceptanceReport, stored: StoredTask) -> list[str]:
+    stats = report.search.stats
+    notes = [*report.notes]
+    notes.append(
+        f"survivor search: {stats.variants} variant(s), {stats.runs} run(s), "
+        f"{stats.test_executions} test execution(s) in {stats.wall_s:.1f}s "
+        f"(naive, {_naive_basis(stats)} per variant: {stats.naive_runs} run(s), "
+        f"{stats.naive_test_executions} test execution(s); "
+        f"coverage {'used' if stats.coverage_used else 'not available'})"
+    )
+    notes += _unmatched_survivors(report, stored.table)
+    kept = {o.probe.path: o.probe.content for o in report.accepted_probes}
+    if kept:
+        leaks = check_leaks(stored.statement, golden_code=[], contract=stored.contract, probes=kept)
+        notes += [f"statement leaks a probe: {f.message}" for f in leaks.findings]
+    return [VALIDATION_NOTE + note for note in notes]
+
+
+def _naive_basis(stats: SearchStats) -> str:
+    return "the full suite" if stats.suite_measured else "the PR's tests"
+
+
+def _unmatched_survivors(report: AcceptanceReport, table: CoverageTable) -> list[str]:
+    """Survivors whose category no promise of the PR has: no row of the table shows them."""
+    promised = {p.category for p in table.promises}
+    rows = {a.id: a for a in table.adversarials}
+    return [
+        f"survivor {a.id} ({rows[a.id].promise_category}) breaks no promise the PR states: "
+        f"{rows[a.id].description} ({a.reason})"
+        for a in report.adversarials
+        if a.evidence and a.id in rows and rows[a.id].promise_category not in promised
+    ]
+
+
+# --- probe folders -----------------------------------------------------------------------
+
+
+def load_probe_folder(folder: Path, *, probe_dir: str = DEFAULT_PROBE_DIR) -> list[ProbeFile]:
+    """Every test file under ``folder`` as a probe placed under ``probe_dir`` in the tree."""
+    if not folder.is_dir():
+        raise PipelineError(f"{folder} is not a folder of probe files")
+    categories = _manifest(folder)
+    probes = []
+    for file in sorted(folder.rglob("*.py")):
+        relative = file.relative_to(folder).as_posix()
+        if not is_test_path(relative, ("**/test_*.py", "**/*_test.py")):
+            continue
+        probes.append(
+            ProbeFile(
+                path=str(PurePosixPath(probe_dir) / relative),
+                content=file.read_text(encoding="utf-8"),
+                promise_category=categories.get(relative),
+            )
+        )
+    if not probes:
+        raise PipelineError(f"{folder} holds no probe file (test_*.py or *_test.py)")
+    return probes
+
+
+def _manifest(folder: Path) -> dict[str, PromiseCategory]:
+    manifest = folder / PROBE_MANIFEST
+    if not manifest.is_file():
+        return {}
+    try:
+        raw = tomllib.loads(manifest.read_text(encoding="utf-8")).get("categories", {})
+        return {str(name): PromiseCategory(value) for name, value in raw.items()}
+    except (tomllib.TOMLDecodeError, ValueError, AttributeError) as exc:
+        known = ", ".join(PromiseCategory)
+        raise PipelineError(f"{manifest}: {exc} (categories: {known})") from None

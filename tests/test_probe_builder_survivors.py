@@ -1,0 +1,176 @@
+"""Survivor search: real git, real pytest runs, coverage-selected tests, parallel runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from probe_builder.survivors import (
+    NOT_IN_A_TEST,
+    BaselineError,
+    ControlJob,
+    ControlRunner,
+    Selection,
+    SurvivorReport,
+    TaskRunSpec,
+    Variant,
+    context_node_id,
+    module_index,
+    search_survivors,
+)
+from runners.local import LocalBackend
+from task_registry.types import Control, Suite
+from tests.build_fixtures import memo_pr, run_spec, variants
+from tests.probe_builder_support import FixturePR, make_pr
+
+RESET_TEST = "tests/test_cache.py::test_reset_can_be_called_after_lookups"
+HIT_TESTS = {
+    "tests/test_cache.py::test_lookup_computes_once",
+    "tests/test_cache.py::test_repeated_lookup_counts_a_hit",
+}
+
+
+def runner_for(root: Path, cpu_slots: int = 2) -> ControlRunner:
+    backend = LocalBackend(workspace_root=root, cpu_slots=cpu_slots, gpu_indices=())
+    return ControlRunner(backend, workspace_root=root)
+
+
+@pytest.fixture(scope="module")
+def memo(tmp_path_factory: pytest.TempPathFactory) -> FixturePR:
+    return memo_pr(tmp_path_factory.mktemp("memo"))
+
+
+@pytest.fixture(scope="module")
+def search(memo: FixturePR, tmp_path_factory: pytest.TempPathFactory) -> SurvivorReport:
+    root = tmp_path_factory.mktemp("runs")
+    return search_survivors(run_spec(memo), variants(memo), runner_for(root), measure_suite=True)
+
+
+def by_line(report: SurvivorReport, line: int):
+    return next(v for v in report.verdicts if v.variant.startswith(f"pkg/cache.py:{line}:"))
+
+
+def test_a_test_function_context_maps_to_its_node_id():
+    modules = module_index(["tests/test_cache.py", "tests/unit/test_a.py", "tests/other/test_a.py"])
+    assert (
+        context_node_id("test_cache.TestK.test_m", modules) == "tests/test_cache.py::TestK::test_m"
+    )
+    assert context_node_id("tests.test_cache.test_x", modules) == "tests/test_cache.py::test_x"
+    assert context_node_id("unit.test_a.test_y", modules) == "tests/unit/test_a.py::test_y"
+    # Two files pytest could both import as ``test_a``: the context cannot be placed.
+    assert context_node_id("test_a.test_y", modules) is None
+    assert context_node_id("pkg.helpers.test_like", modules) is None
+
+
+def test_golden_coverage_maps_changed_lines_to_the_tests_that_execute_them(search):
+    coverage = search.golden.coverage
+    assert coverage is not None and search.stats.coverage_used
+    assert coverage.tests_for("pkg/cache.py", 21) == {RESET_TEST}  # self._entries.clear()
+    assert coverage.tests_for("pkg/cache.py", 13) == HIT_TESTS  # self.hits += 1
+    assert coverage.tests_for("pkg/cache.py", 3) == {NOT_IN_A_TEST}  # NO_HITS = 0, at import
+    assert coverage.tests_for("pkg/cache.py", 25) == frozenset()  # hit_rate: never run
+
+
+def test_a_mutant_the_pr_tests_catch_dies_on_just_the_tests_that_run_its_line(search):
+    swapped = by_line(search, 13)  # self.hits -= 1
+    assert swapped.selection is Selection.covering
+    assert set(swapped.tests) == HIT_TESTS
+    assert swapped.survives is False
+    assert swapped.failing == ("tests/test_cache.py::test_repeated_lookup_counts_a_hit",)
+
+
+def test_a_mutant_the_pr_tests_miss_survives_on_the_test_that_runs_it(search):
+    deleted = by_line(search, 21)  # reset() no longer clears the entries
+    assert deleted.selection is Selection.covering and deleted.tests == (RESET_TEST,)
+    assert deleted.survives is True and deleted.failing == ()
+    assert deleted.run is not None
+    assert {t.node_id for t in deleted.run.result.tests} == {RESET_TEST}
+
+
+def test_a_line_no_test_executes_survives_without_a_run(search):
+    unexecuted = by_line(search, 25)
+    assert unexecuted.selection is Selection.unexecuted
+    assert unexecuted.survives is True and unexecuted.run is None
+    assert "no original test executes pkg/cache.py:25" in unexecuted.reason
+
+
+def test_a_line_run_at_import_is_judged_on_all_the_pr_tests(search):
+    constant = by_line(search, 3)  # NO_HITS = 1
+    assert constant.selection is Selection.pr_tests and constant.tests == ()
+    assert constant.run is not None
+    assert {t.node_id for t in constant.run.result.tests} == HIT_TESTS | {RESET_TEST}
+    assert constant.survives is False
+
+
+def test_the_search_runs_fewer_tests_than_a_full_suite_run_per_variant(search):
+    stats = search.stats
+    assert stats.variants == 7 and stats.suite_measured and stats.suite_size == 4
+    # golden + 6 variant runs (one variant runs nothing) against 8 full-suite runs
+    assert stats.runs == 7 and stats.naive_runs == 8
+    assert stats.test_executions == 16 and stats.naive_test_executions == 32
+
+
+def test_without_coverage_every_variant_runs_the_pr_tests_and_the_verdicts_agree(
+    memo, search, tmp_path
+):
+    plain = search_survivors(
+        run_spec(memo), variants(memo), runner_for(tmp_path), use_coverage=False
+    )
+    assert {v.selection for v in plain.verdicts} == {Selection.pr_tests}
+    assert all(v.run is not None for v in plain.verdicts)
+    assert plain.survivors == search.survivors
+    assert {s.split(":")[1] for s in plain.survivors} == {"21", "22", "25"}
+    assert plain.stats.test_executions > search.stats.test_executions
+
+
+def test_a_patch_that_does_not_apply_is_not_a_survivor(memo, tmp_path):
+    broken = Variant(
+        "broken",
+        "diff --git a/pkg/cache.py b/pkg/cache.py\n--- a/pkg/cache.py\n"
+        "+++ b/pkg/cache.py\n@@ -1,1 +1,1 @@\n-no such line\n+x\n",
+    )
+    report = search_survivors(run_spec(memo), [broken], runner_for(tmp_path), use_coverage=False)
+    verdict = report.verdict("broken")
+    assert verdict.survives is False and verdict.reason.startswith("does not apply")
+
+
+SLEEPY = {"tests/test_sleep.py": "import time\n\n\ndef test_sleep():\n    time.sleep(0.6)\n"}
+
+
+def _max_overlap(runs) -> int:
+    moments = sorted([(r.started_at, 1) for r in runs] + [(r.finished_at, -1) for r in runs])
+    level = peak = 0
+    for _, step in moments:
+        level += step
+        peak = max(peak, level)
+    return peak
+
+
+def test_independent_runs_go_in_parallel_up_to_the_backend_slots(tmp_path):
+    pr = make_pr(tmp_path, {"m.py": "X = 1\n"}, {"m.py": "X = 2\n", **SLEEPY})
+    spec = TaskRunSpec(pr.repo, pr.base, pr.split.golden, SLEEPY)
+    jobs = [
+        ControlJob(Control.golden, Suite.original, spec.request([spec.golden()], label=f"g{n}"))
+        for n in range(3)
+    ]
+    runs = runner_for(tmp_path / "runs", cpu_slots=2).run_all(jobs)
+    assert [r.label for r in runs] == ["g0", "g1", "g2"]  # results in the jobs' order
+    assert all(r.result.passed == {"tests/test_sleep.py::test_sleep"} for r in runs)
+    assert _max_overlap(runs) == 2  # in parallel, never more than the two slots
+
+
+def test_a_golden_patch_failing_its_own_tests_cannot_be_the_baseline(tmp_path):
+    failing = {"tests/test_m.py": "from m import X\n\n\ndef test_x():\n    assert X == 3\n"}
+    pr = make_pr(tmp_path, {"m.py": "X = 1\n"}, {"m.py": "X = 2\n", **failing})
+    spec = TaskRunSpec(pr.repo, pr.base, pr.split.golden, failing)
+    with pytest.raises(BaselineError, match=r"passes none of the PR's own tests: .*test_x failed"):
+        search_survivors(spec, [Variant("v", pr.split.golden)], runner_for(tmp_path / "runs"))
+
+
+def test_a_task_without_test_modules_is_refused_before_any_run(tmp_path):
+    spec = TaskRunSpec(tmp_path, "HEAD", "", {"tests/data.json": "{}"})
+    runner = runner_for(tmp_path / "runs")
+    with pytest.raises(BaselineError, match="changes no test module"):
+        search_survivors(spec, [], runner)
+    assert not (tmp_path / "runs").exists()
