@@ -122,17 +122,20 @@ def build(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
 ) -> None:
     """Build a task from an accepted candidate: split, promises, contract, statement, patches."""
+    from bot.authoring import configured_author
     from probe_builder.pipeline import build_task
 
     context = _app(ctx)
     settings, watched = repo_settings(context, instance)
     mirror = _mirror(git, watched, instance)
+    engine = context.checked_engine()
     with _pipeline_errors(), _progress(f"building {instance}") as show:
         result = build_task(
-            engine=context.checked_engine(),
+            engine=engine,
             instance_id=instance,
             mirror=mirror,
             settings=settings,
+            author=configured_author(context.settings, engine),
             progress=show,
         )
     if as_json:
@@ -195,6 +198,7 @@ def validate(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
 ) -> None:
     """Run the acceptance protocol (golden x3, snapshot, hollow, adversarials) and store it."""
+    from bot.authoring import configured_author
     from probe_builder.pipeline import load_probe_folder, validate_task
     from runners.local import LocalBackend
 
@@ -202,10 +206,12 @@ def validate(
     settings, watched = repo_settings(context, instance)
     mirror = _mirror(git, watched, instance)
     root = context.settings.home / RUNS_FOLDER
+    engine = context.checked_engine()
     with _pipeline_errors(), _progress(f"validating {instance}") as show:
         chosen = load_probe_folder(probes) if probes is not None else None
         result = validate_task(
-            engine=context.checked_engine(),
+            engine=engine,
+            author=configured_author(context.settings, engine),
             instance_id=instance,
             mirror=mirror,
             settings=settings,
