@@ -17,9 +17,7 @@ $(VENV)/.installed: pyproject.toml
 
 demo: setup
 	$(VENV)/bin/probewatch db upgrade
-	$(VENV)/bin/probewatch import --skip-existing tests/data/tasks.swebench.jsonl
-	$(VENV)/bin/probewatch export --include-hidden $${PROBEWATCH_HOME:-$$HOME/.probewatch}/tasks.swebench.jsonl
-	$(VENV)/bin/probewatch --watch-file bot/watch.example.toml config check
+	$(VENV)/bin/probewatch demo
 
 test: setup
 	$(PY) -m pytest -n 2 -q $(PYTEST_ARGS)

@@ -16,7 +16,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from bot import cli_build
+from bot import cli_build, cli_demo
 from bot.cli_envs import envs_app
 from bot.cli_eval import agents_app, eval_app
 from bot.cli_mine import candidates_app, mine_app
@@ -46,6 +46,7 @@ app.command("validate")(cli_build.validate)
 app.command("show")(cli_build.show)
 app.add_typer(eval_app)  # eval, leaderboard, compare
 app.add_typer(agents_app, name="agents")
+app.command("demo")(cli_demo.demo)
 
 console = Console()
 err_console = Console(stderr=True)

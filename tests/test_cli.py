@@ -41,7 +41,16 @@ def test_help_lists_the_stage_commands_and_imports_nothing_heavy() -> None:
     assert "HEAVY []" in out
     for command in ("db", "config", "export", "import", "serve", "mine", "candidates", "eval"):
         assert f" {command} " in out
-    for command in ("leaderboard", "agents", "build", "validate", "show", "envs", "runners"):
+    for command in (
+        "leaderboard",
+        "agents",
+        "build",
+        "validate",
+        "show",
+        "envs",
+        "runners",
+        "demo",
+    ):
         assert f" {command} " in out
 
 
