@@ -26,12 +26,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from bot.watchfile import mining_config
+
 if TYPE_CHECKING:
     from sqlmodel import Session
 
     from bot.context import AppContext
     from bot.watchfile import WatchedRepo
-    from pr_miner.config import MiningConfig
     from pr_miner.report import MiningReport
     from pr_miner.source import PRSource
     from task_registry.models import CandidatePR
@@ -84,22 +85,6 @@ def parse_moment(value: str | None, option: str) -> datetime | None:
             f"{value!r} is not a date (YYYY-MM-DD) or ISO time", param_hint=option
         ) from None
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
-def mining_config(watched: WatchedRepo | None) -> MiningConfig:
-    """The miner's settings for a repository: its watch-file entry, or the defaults."""
-    from pr_miner.config import MiningConfig
-
-    if watched is None:
-        return MiningConfig()
-    auto = watched.auto_accept.min_core_share if watched.auto_accept else None
-    return MiningConfig(
-        size_threshold=watched.size_threshold,
-        exclude_globs=tuple(watched.exclude_globs),
-        test_globs=tuple(watched.tests.globs),
-        core_paths=tuple(watched.core_paths),
-        auto_accept_min_core_share=auto,
-    )
 
 
 # --- mine ------------------------------------------------------------------------------

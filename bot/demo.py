@@ -23,9 +23,9 @@ from sqlalchemy.engine import Engine
 
 from bot.eval_types import EvalEvent, EvalReport, EvalRequest
 from bot.harness import local_harness
-from bot.pipeline import build_and_validate, mining_config
+from bot.pipeline import build_and_validate
 from bot.report import full_report_url, render_report
-from bot.watchfile import WatchedRepo, WatchFile, load_watch_file
+from bot.watchfile import WatchedRepo, WatchFile, load_watch_file, mining_config
 from pr_miner.git_source import GitSource
 from pr_miner.mining import mine
 from pr_miner.report import MiningReport

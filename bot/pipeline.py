@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from sqlmodel import Session
 
 from bot.coverage import CoverageTable, coverage_from_registry
-from bot.watchfile import WatchedRepo
+from bot.watchfile import WatchedRepo, mining_config
 from task_registry.candidates import upsert_candidate
 from task_registry.models import RepoCreate
 from task_registry.repos import find_repo, get_cursor, get_or_create_repo
@@ -36,7 +36,6 @@ if TYPE_CHECKING:
     from github.Repository import Repository
     from sqlalchemy.engine import Engine
 
-    from pr_miner.config import MiningConfig
     from pr_miner.types import FileChange, MergedPR
 
 
@@ -51,20 +50,6 @@ class MinedPR:
     merge_sha: str | None
     passed: bool
     reason: str | None = None
-
-
-def mining_config(watched: WatchedRepo) -> MiningConfig:
-    """The miner's settings for a watched repository."""
-    from pr_miner.config import MiningConfig
-
-    auto = watched.auto_accept.min_core_share if watched.auto_accept else None
-    return MiningConfig(
-        size_threshold=watched.size_threshold,
-        exclude_globs=tuple(watched.exclude_globs),
-        test_globs=tuple(watched.tests.globs),
-        core_paths=tuple(watched.core_paths),
-        auto_accept_min_core_share=auto,
-    )
 
 
 def mine_one_pr(

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+if TYPE_CHECKING:
+    from pr_miner.config import MiningConfig
 
 # Test file = under a tests/ or test/ folder at any depth, or test_*.py / *_test.py.
 DEFAULT_TEST_GLOBS = ["**/tests/**", "**/test/**", "**/test_*.py", "**/*_test.py"]
@@ -148,6 +151,22 @@ def _check_unique(path: Path, repos: list[WatchedRepo]) -> None:
         if repo.name.lower() in seen:
             raise WatchFileError(path, f"repo[{index}].name", f"{repo.name} is listed twice")
         seen.add(repo.name.lower())
+
+
+def mining_config(watched: WatchedRepo | None) -> MiningConfig:
+    """The miner's settings for a repository: its watch-file entry, or the defaults."""
+    from pr_miner.config import MiningConfig
+
+    if watched is None:
+        return MiningConfig()
+    auto = watched.auto_accept.min_core_share if watched.auto_accept else None
+    return MiningConfig(
+        size_threshold=watched.size_threshold,
+        exclude_globs=tuple(watched.exclude_globs),
+        test_globs=tuple(watched.tests.globs),
+        core_paths=tuple(watched.core_paths),
+        auto_accept_min_core_share=auto,
+    )
 
 
 def example_watch_file() -> Path:

@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import Engine
 
-from bot.cli_mine import mining_config
-from bot.watchfile import load_watch_file
+from bot.watchfile import load_watch_file, mining_config
 from pr_miner.git_source import GitSource
 from pr_miner.mining import mine
 from probe_builder.demo_repo import DemoRepo, create_demo_repo
