@@ -136,7 +136,7 @@ def _row(
     survivors = tuple(
         _survivor(patch, accepted)
         for patch in adversarials
-        if patch.survives_original and patch.promise_category == promise.category
+        if patch.survives_original and _breaks(patch, promise, accepted)
     )
     return PromiseRow(
         category=promise.category,
@@ -145,6 +145,15 @@ def _row(
         quantity=promise.quantity,
         probes=cells,
         survivors=survivors,
+    )
+
+
+def _breaks(patch: AdversarialPatch, promise: Promise, accepted: dict[int | None, str]) -> bool:
+    """The patch violates this promise: its category says so, or a probe accepted for the
+    promise rejects it. A mechanical mutant's category is a guess from the code it touches;
+    a probe written for the promise failing on it is evidence."""
+    return patch.promise_category == promise.category or any(
+        i in accepted for i in patch.rejected_by
     )
 
 

@@ -522,8 +522,6 @@ def store_validation(
     task.fail_to_pass, task.pass_to_pass = list(report.fail_to_pass), list(report.pass_to_pass)
     task.coverage = table.model_dump(mode="json")
     session.add(task)
-    if task.status == TaskStatus.validated:  # validated → validated is no transition: re-enter
-        set_task_status(session=session, task=task, status=TaskStatus.built)
     set_task_status(session=session, task=task, status=TaskStatus.validated)
     return table
 
