@@ -28,7 +28,7 @@ from bot.jobkinds import (
     followup_key,
     mine_key,
 )
-from bot.pipeline import build_and_validate, mine_one_pr, poll_merged
+from bot.pipeline import build_and_validate, ensure_task, mine_one_pr, poll_merged
 from bot.posting import (
     CHECK_RULES,
     COMMENT_RULES,
@@ -108,10 +108,12 @@ def mine_pr(ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
 def build_report(ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
     job = PRPayload.model_validate(payload)
     watched = ctx.watched(job.repo)
+    home = ctx.app.settings.home
+    built = ensure_task(engine=ctx.app.engine, watched=watched, number=job.number, home=home)
     with ctx.session() as session:
         table = build_and_validate(session=session, repo=job.repo, number=job.number)
     if table is None:
-        return {"report": "no task for this PR yet"}
+        return {"report": f"no task for this PR: {built}"}
     config = load_repo_config(ctx.github.for_repo(job.repo).get_repo(job.repo))
     table = drop_ignored(table, config.ignores)
     with ctx.session() as session:

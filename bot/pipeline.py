@@ -6,11 +6,10 @@ into its coverage table. Jobs call only these, so a stage that lands in its own
 package changes one function here and nothing in the worker, the webhook or the
 report.
 
-What is wired today: mining one PR judges it with ``pr_miner``'s filters and
-ranking and stores the candidate; ``build_and_validate`` reads a task that is
-already in the registry (imported, or built by the curator flow) and its
-validation records. When probe_builder's "build task / find survivors" stage
-lands, ``build_and_validate`` calls it for a candidate without a task.
+Mining one PR judges it with ``pr_miner``'s filters and ranking and stores the
+candidate; ``ensure_task`` builds and validates the task of an accepted
+candidate with probe_builder (the survivors are the report's evidence), and
+``build_and_validate`` reads the coverage table they stored.
 """
 
 from __future__ import annotations
@@ -23,20 +22,26 @@ from sqlmodel import Session
 
 from bot.coverage import CoverageTable, coverage_from_registry
 from bot.watchfile import WatchedRepo, mining_config
-from task_registry.candidates import upsert_candidate
+from task_registry.candidates import decide_candidate, find_candidate, upsert_candidate
 from task_registry.models import RepoCreate
 from task_registry.repos import find_repo, get_cursor, get_or_create_repo
 from task_registry.swebench import instance_id_for
 from task_registry.tasks import find_task
-from task_registry.types import CursorSource, DescriptionSource, PRKind
+from task_registry.types import CursorSource, Decision, DescriptionSource, PRKind
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from github import Github
     from github.PullRequest import PullRequest
     from github.Repository import Repository
     from sqlalchemy.engine import Engine
 
+    from pr_miner.config import MiningConfig
+    from pr_miner.judge import Judged
     from pr_miner.types import FileChange, MergedPR
+    from probe_builder.pipeline import RepoSettings
+    from task_registry.models import CandidatePR
 
 
 class PipelineError(RuntimeError):
@@ -72,10 +77,29 @@ def mine_one_pr(
         repo_in=RepoCreate(full_name=watched.name, default_branch=watched.default_branch),
     )
     assert row.id is not None
-    upsert_candidate(session=session, candidate_in=to_create(judged, row.id))
+    candidate = upsert_candidate(session=session, candidate_in=to_create(judged, row.id))
+    _auto_accept(session, candidate, judged, mining_config(watched))
     return MinedPR(
         watched.name, number, pull.merge_commit_sha, judged.verdict.passed, judged.verdict.reason
     )
+
+
+def _auto_accept(
+    session: Session, candidate: CandidatePR, judged: Judged, config: MiningConfig
+) -> None:
+    """The watch file's auto_accept rule, as mining applies it: undecided survivors only."""
+    from pr_miner.ranking import AUTO_ACCEPTED_BY, auto_accept_reason
+
+    undecided = candidate.decision == Decision.pending and candidate.decided_at is None
+    reason = auto_accept_reason(config, judged.core_share) if judged.verdict.passed else None
+    if undecided and reason is not None and candidate.id is not None:
+        decide_candidate(
+            session=session,
+            candidate_id=candidate.id,
+            decision=Decision.accepted,
+            reason=reason,
+            decided_by=AUTO_ACCEPTED_BY,
+        )
 
 
 def _merged_pr(pull: PullRequest) -> MergedPR:
@@ -147,11 +171,61 @@ def _has_cursor(engine: Engine, repo: str) -> bool:
         return get_cursor(session=session, repo_id=row.id, source=CursorSource.github) is not None
 
 
+def task_settings(watched: WatchedRepo) -> RepoSettings:
+    """The conventions build and validate need, from the repository's watch-file entry."""
+    from probe_builder.pipeline import RepoSettings
+
+    return RepoSettings(
+        test_globs=tuple(watched.tests.globs),
+        setup_commands=tuple(watched.setup_commands),
+        gpus=watched.tests.default_gpus,
+    )
+
+
+def ensure_task(*, engine: Engine, watched: WatchedRepo, number: int, home: Path) -> str:
+    """Build and validate the task of an accepted candidate that has none yet; say what happened.
+
+    Probes come later (a curator or an author adds them); this validation already runs the
+    adversarial patches against the PR's own tests, and the survivors are the report's evidence.
+    """
+    from probe_builder.pipeline import build_task, validate_task
+    from runners.local import LocalBackend
+    from task_registry.db import session_scope
+
+    instance = instance_id_for(watched.name, number)
+    with session_scope(engine) as session:
+        if find_task(session=session, instance_id=instance) is not None:
+            return "task exists"
+        decision = _decision(session, watched.name, number)
+    if decision is not Decision.accepted:
+        return f"candidate is {decision or 'not mined'}: nothing to build"
+    if watched.git is None:
+        return "no local mirror in the watch file (`git`): nothing to build"
+    settings, root = task_settings(watched), home / "runs"
+    build_task(engine=engine, instance_id=instance, mirror=watched.git, settings=settings)
+    validate_task(
+        engine=engine,
+        instance_id=instance,
+        mirror=watched.git,
+        settings=settings,
+        backend=LocalBackend(workspace_root=root),
+        workspace_root=root,
+    )
+    return "built and validated"
+
+
+def _decision(session: Session, repo: str, number: int) -> Decision | None:
+    row = find_repo(session=session, full_name=repo)
+    if row is None or row.id is None:
+        return None
+    candidate = find_candidate(session=session, repo_id=row.id, number=number)
+    return Decision(candidate.decision) if candidate else None
+
+
 def build_and_validate(*, session: Session, repo: str, number: int) -> CoverageTable | None:
     """The coverage table of a merged PR's task, or None when no task exists for it yet.
 
-    The one boundary to probe_builder's "build task / find survivors" stage: today it reads a
-    stored task; when that stage lands it builds the task for an accepted candidate here.
+    ``ensure_task`` builds and validates it first; this reads what they stored.
     """
     task = find_task(session=session, instance_id=instance_id_for(repo, number))
     if task is None:
