@@ -220,19 +220,26 @@ def _demo_pr(
         test_files=gap.test_files,
         planted=gap.planted,
         probe_dir=probe_dir,
-        probe_files=write_probes(gap.probe_folder, probe_dir),
+        probe_files=write_probes(gap.probe_folder, probe_dir, gap.category),
     )
 
 
-def write_probes(folder: str, destination: Path) -> tuple[Path, ...]:
-    """Write the curator's probes of one demo PR (``pr-<N>``) as ``test_*.py`` files."""
+def write_probes(folder: str, destination: Path, category: str) -> tuple[Path, ...]:
+    """Write the curator's probes of one demo PR (``pr-<N>``) as ``test_*.py`` files, and the
+    ``probes.toml`` manifest tagging each with the promise category it checks (as a curator
+    would: a mechanical mutant's category is only a guess)."""
     destination.mkdir(parents=True, exist_ok=True)
     written = []
     for relative, template in _templates(_package() / "probes" / folder):
         target = destination / relative
         target.write_text(template.read_text(encoding="utf-8"), encoding="utf-8")
         written.append(target)
+    tags = "".join(f'"{p.relative_to(destination).as_posix()}" = "{category}"\n' for p in written)
+    (destination / PROBE_MANIFEST).write_text(f"[categories]\n{tags}", encoding="utf-8")
     return tuple(written)
+
+
+PROBE_MANIFEST = "probes.toml"  # read by probe_builder.pipeline.load_probe_folder
 
 
 def watch_file_text(repo: Path, watch_file: Path) -> str:
