@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from probe_builder.promises import ExtractedPromise
 from probe_builder.verdicts import PromiseCheck
 from task_registry.types import Control, PatchSource, ProbeStatus, PromiseCategory, PromiseVerdict
 
@@ -129,7 +130,7 @@ def build_coverage_table(
                 survivors=[
                     a.id
                     for a in adversarial_rows
-                    if a.survives_original and a.promise_category == promise.category
+                    if a.survives_original and _breaks(a, promise, probe_rows)
                 ],
             )
         )
@@ -140,6 +141,21 @@ def build_coverage_table(
         adversarials=adversarial_rows,
         original_rejects=list(original_rejects),
         notes=list(notes),
+    )
+
+
+def _breaks(
+    adversarial: AdversarialCoverage, promise: ExtractedPromise, probes: Sequence[ProbeCoverage]
+) -> bool:
+    """The patch violates the promise: its category says so, or an accepted probe written for
+    the promise rejects it (a mechanical mutant's category is a guess; the probe is evidence)."""
+    own = {
+        p.path
+        for p in probes
+        if p.promise_position == promise.position and p.status == ProbeStatus.accepted
+    }
+    return adversarial.promise_category == promise.category or bool(
+        own & set(adversarial.rejected_by)
     )
 
 
