@@ -6,8 +6,11 @@ pydantic...), nearby PRs resolve to the same versions, later ones move some of
 them on. Each set is built twice from one warmed uv cache (no download is
 timed): *separate*, every task's environment a full copy of its files (as one
 image per task holds them); *shared*, one environment per lock hash under one
-home, files hard-linked from the uv cache. Prints bytes, build times and the
-saving; the shared side is charged for its whole cache.
+home, files hard-linked from the uv cache, and identical files of different
+package versions hard-linked together after each build (the content pass);
+the shared side is also built once without that pass, to show what each step
+saves. Prints bytes, build times and the savings; the shared side is charged
+for its whole cache.
 
     python -m bench.env_storage [--work DIR]
 """
@@ -66,19 +69,21 @@ def build_separate(locks: list[Lock], root: Path, cache: Path) -> tuple[int, flo
     homes = []
     for index, lock in enumerate(locks):
         home = EnvHome(root / f"task-{index}")
-        ensure_environment(lock, home, uv)
+        ensure_environment(lock, home, uv, dedupe=False)
         homes.append(home.envs)
     seconds = time.monotonic() - started
     return sum(disk_usage([envs]).actual_bytes for envs in homes), seconds
 
 
-def build_shared(locks: list[Lock], root: Path, cache: Path) -> tuple[int, int, float]:
+def build_shared(
+    locks: list[Lock], root: Path, cache: Path, *, dedupe: bool = True
+) -> tuple[int, int, float]:
     """One home, one environment per hash, links into the cache: (env bytes, +cache, seconds)."""
     home = EnvHome(root)
     uv = Uv(cache)
     started = time.monotonic()
     for lock in locks:
-        ensure_environment(lock, home, uv)
+        ensure_environment(lock, home, uv, dedupe=dedupe)
     seconds = time.monotonic() - started
     seen: set[tuple[int, int]] = set()
     envs = disk_usage([home.envs], seen).actual_bytes
@@ -94,28 +99,39 @@ def main(argv: list[str] | None = None) -> int:
         root = Path(tmp)
         cache = root / "uv-cache"
         locks = lock_all(Uv(cache))
-        build_shared(locks, root / "warm-up", cache)  # fills the cache: nothing below downloads
+        # Fills the cache, so nothing below downloads; no content pass, so the cache's
+        # files stay as uv made them for the links-only measurement.
+        build_shared(locks, root / "warm-up", cache, dedupe=False)
         remove_tree(root / "warm-up")
         separate, separate_s = build_separate(locks, root / "separate", cache)
-        envs, cache_only, shared_s = build_shared(locks, root / "shared", cache)
-        _report(locks, separate, separate_s, envs, cache_only, shared_s)
+        remove_tree(root / "separate")
+        links = build_shared(locks, root / "links-only", cache, dedupe=False)
+        remove_tree(root / "links-only")
+        full = build_shared(locks, root / "shared", cache)
+        _report(locks, separate, separate_s, links, full)
     return 0
 
 
 def _report(
-    locks: list[Lock], separate: int, separate_s: float, envs: int, cache_only: int, shared_s: float
+    locks: list[Lock],
+    separate: int,
+    separate_s: float,
+    links: tuple[int, int, float],
+    full: tuple[int, int, float],
 ) -> None:
     mib = 2**20
-    shared = envs + cache_only
     print(f"tasks: {len(locks)}, distinct lock hashes: {len({lock.lock_hash for lock in locks})}")
-    print(f"separate: {separate / mib:8.1f} MiB  built in {separate_s:6.1f}s")
-    print(
-        f"shared:   {shared / mib:8.1f} MiB  built in {shared_s:6.1f}s  "
-        f"(environments {envs / mib:.1f} MiB + uv cache {cache_only / mib:.1f} MiB)"
-    )
-    print(
-        f"saving: {1 - shared / separate:.1%} storage, {1 - shared_s / separate_s:.1%} build time"
-    )
+    print(f"separate:              {separate / mib:8.1f} MiB  built in {separate_s:6.1f}s")
+    for label, (envs, cache_only, seconds) in (
+        ("shared, links only:   ", links),
+        ("shared + content pass:", full),
+    ):
+        shared = envs + cache_only
+        print(
+            f"{label} {shared / mib:8.1f} MiB  built in {seconds:6.1f}s  "
+            f"(environments {envs / mib:.1f} MiB + uv cache {cache_only / mib:.1f} MiB)  "
+            f"saving {1 - shared / separate:.1%} storage, {1 - seconds / separate_s:.1%} time"
+        )
 
 
 if __name__ == "__main__":

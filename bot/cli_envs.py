@@ -1,7 +1,9 @@
 """``probewatch envs``: list, measure, collect and build the shared environments.
 
 All environments live under ``$PROBEWATCH_HOME/envs`` (one per lock hash),
-linked from one uv cache. ``du`` shows what sharing saves; ``gc`` removes
+linked from one uv cache. ``du`` shows what sharing saves; ``dedupe`` links
+identical files of different package versions together (every build does this
+for its own files; the command runs the whole pass); ``gc`` removes
 environments nobody used lately and no task references; ``build`` resolves and
 builds one by hand for a repository at a commit.
 """
@@ -18,7 +20,9 @@ import typer
 if TYPE_CHECKING:
     from runners.env import EnvHome, Prepared
 
-envs_app = typer.Typer(help="Shared environments: list, du, gc, build.", no_args_is_help=True)
+envs_app = typer.Typer(
+    help="Shared environments: list, du, dedupe, gc, build.", no_args_is_help=True
+)
 
 
 def _home(ctx: typer.Context) -> EnvHome:
@@ -108,6 +112,29 @@ def du(
         f"on disk   {_size(usage.on_disk_bytes):>12}  "
         f"(saving {usage.saving_with_cache:.1%} with the cache charged)"
     )
+
+
+@envs_app.command("dedupe")
+def dedupe(
+    ctx: typer.Context,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
+) -> None:
+    """Hard-link identical files across all environments and the uv cache (safe while in use)."""
+    from runners.env import home_usage
+    from runners.env.dedupe import deduplicate
+
+    home = _home(ctx)
+    before = home_usage(home).on_disk_bytes
+    report = deduplicate(home)
+    after = home_usage(home).on_disk_bytes
+    if as_json:
+        typer.echo(json.dumps({**report.__dict__, "on_disk_before": before, "on_disk": after}))
+        return
+    typer.echo(
+        f"{report.files_seen} files, {report.inodes_hashed} compared, "
+        f"{report.paths_relinked} relinked, {_size(report.bytes_freed)} freed"
+    )
+    typer.echo(f"on disk   {_size(before):>12} -> {_size(after)}")
 
 
 @envs_app.command("gc")

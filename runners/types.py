@@ -87,6 +87,7 @@ class EnvironmentRef:
     root: Path  # the virtual environment folder
     python: Path  # root / "bin" / "python"
     env: Mapping[str, str] = field(default_factory=dict)  # HF_HOME, HF_HUB_OFFLINE=1, ...
+    assets: Path | None = None  # the shared asset cache; its home/ entries appear in run HOMEs
 
 
 @dataclass(frozen=True)

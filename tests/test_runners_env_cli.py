@@ -1,4 +1,4 @@
-"""``probewatch envs build|list|du|gc`` end to end, as a person would type them."""
+"""``probewatch envs build|list|du|dedupe|gc`` end to end, as a person would type them."""
 
 from __future__ import annotations
 
@@ -71,6 +71,16 @@ def test_du_reports_apparent_actual_and_saving(built: tuple[Path, str]) -> None:
     )
     text = probewatch(home, "envs", "du").stdout
     assert "apparent" in text and "hard links counted once" in text and "saving" in text
+
+
+def test_dedupe_after_builds_finds_nothing_left_and_says_so(built: tuple[Path, str]) -> None:
+    home, _ = built
+    report = json.loads(probewatch(home, "envs", "dedupe", "--json").stdout)
+    # Every build already ran the pass for its own files.
+    assert report["files_seen"] > 0 and report["paths_relinked"] == 0
+    assert report["on_disk"] == report["on_disk_before"]
+    text = probewatch(home, "envs", "dedupe").stdout
+    assert "relinked" in text and "on disk" in text
 
 
 def test_gc_keeps_recent_environments_and_refuses_a_negative_age(built: tuple[Path, str]) -> None:

@@ -24,6 +24,7 @@ from filelock import FileLock, Timeout
 
 from runners.env.assets import asset_env, ensure_asset_folders
 from runners.env.config import EnvHome
+from runners.env.dedupe import deduplicate
 from runners.env.errors import EnvError
 from runners.env.fs import make_read_only, remove_tree
 from runners.env.lock import Lock
@@ -66,8 +67,14 @@ def ensure_environment(
     provenance: Provenance | None = None,
     repairs: Sequence[Repair] = (),
     lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
+    dedupe: bool = True,
 ) -> BuildResult:
-    """The environment for ``lock``, built under ``home`` unless it exists."""
+    """The environment for ``lock``, built under ``home`` unless it exists.
+
+    After a build, identical files across the home's environments and the uv cache
+    are hard-linked together (``dedupe``), so versions of a package that share most
+    of their files store those files once.
+    """
     started = time.monotonic()
     home.create()
     ensure_asset_folders(home.assets)
@@ -78,6 +85,8 @@ def ensure_environment(
             if not is_ready(target):
                 _build(lock, home, uv, provenance or Provenance(), list(repairs), started)
                 built = True
+    if built and dedupe:
+        deduplicate(home, uv_cache=uv.cache, new=target, lock_timeout_s=lock_timeout_s)
     home.used_marker(lock.lock_hash).touch()
     ref = environment_ref(home, lock.lock_hash)
     return BuildResult(ref, read_manifest(target), built, time.monotonic() - started)
@@ -98,7 +107,7 @@ def environment_ref(home: EnvHome, lock_hash: str) -> EnvironmentRef:
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONNOUSERSITE": "1",
     }
-    return EnvironmentRef(lock_hash, root, root / "bin" / "python", env)
+    return EnvironmentRef(lock_hash, root, root / "bin" / "python", env, assets=home.assets)
 
 
 def _build(
