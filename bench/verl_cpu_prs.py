@@ -43,6 +43,7 @@ from runners.env import (
 from runners.env.config import known_repo_config
 from runners.env.distributions import distribution_for
 from runners.env.store import disk_usage, home_usage, list_environments
+from runners.faults import classify
 
 REPO_NAME = "volcengine/verl"
 EXCLUDED = known_repo_config(REPO_NAME).excluded_names
@@ -51,26 +52,9 @@ SETUP_COMMAND = "pip install --no-deps -e ."  # verl's, from the watch file
 RUN_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "WANDB_MODE": "offline"}
 RUN_TIMEOUT_S = 900.0
 MIN_FREE_BYTES = 12 * 2**30
-# Why a CPU test failed, named from its message. First match wins; data, not if-chains.
-FAULT_SIGNATURES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (
-        re.compile(
-            r"OfflineModeIsEnabled|LocalEntryNotFoundError|offline mode is enabled|"
-            r"HF_HUB_OFFLINE|outgoing traffic has been disabled|Cannot find the requested "
-            r"files in the (?:disk )?cache|not (?:found|cached) in the cache",
-            re.I,
-        ),
-        "missing_asset",
-    ),
-    # verl's tests also read models from ~/models/<org>/<name>: a path, not a hub name.
-    (
-        re.compile(
-            r"couldn't find them in the cached files|HFValidationError: Repo id must be "
-            r"in the form .*/models/"
-        ),
-        "missing_asset",
-    ),
-    (re.compile(r"AF_UNIX path length cannot exceed"), "harness_socket_path_too_long"),
+# Why a CPU test failed, after the system-fault table (runners.faults) had its say:
+# causes that are the environment's or the test's, named for the report. First match wins.
+FAILURE_CAUSES: tuple[tuple[re.Pattern[str], str], ...] = (
     (
         re.compile(
             r"operator torchvision::\w+ does not exist|Could not import module "
@@ -83,14 +67,8 @@ FAULT_SIGNATURES: tuple[tuple[re.Pattern[str], str], ...] = (
         re.compile(r"ImportError: cannot import name|AttributeError: module '[\w.]+' has no"),
         "api_mismatch",
     ),
-    (re.compile(r"CUDA|cuda|NCCL|nvidia|Torch not compiled with CUDA", re.I), "gpus_absent"),
-    (
-        re.compile(
-            r"ConnectionError|Max retries exceeded|Name or service not known|"
-            r"Temporary failure in name resolution|Network is unreachable"
-        ),
-        "network",
-    ),
+    (re.compile(r"CUDA|cuda|NCCL|nvidia", re.I), "needs_cuda"),
+    (re.compile(r"ConnectionError|Max retries exceeded"), "network"),
     (re.compile(r"timed? ?out|Timeout", re.I), "timeout"),
 )
 
@@ -262,8 +240,11 @@ def _fault(message: str) -> str:
     missing = re.search(r"No module named '([\w]+)", message)
     if missing and canonicalize_name(distribution_for(missing.group(1))) in EXCLUDED:
         return "gpu_only_package_excluded"
+    fault = classify(message, None)
+    if fault is not None:
+        return str(fault.kind)
     return next(
-        (kind for pattern, kind in FAULT_SIGNATURES if pattern.search(message)), "test_failure"
+        (kind for pattern, kind in FAILURE_CAUSES if pattern.search(message)), "test_failure"
     )
 
 

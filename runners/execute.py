@@ -102,7 +102,7 @@ def invocation_for(request: RunRequest, ws: Workspace) -> PytestInvocation:
     applied = apply_overlay(ws.tree, request.overlay)
     environment = _writable_for_setup(request, ws)
     env = run_environment(
-        tree=ws.tree, scratch=ws.scratch, environment=environment, extra=request.env
+        tree=ws.tree, scratch=ws.scratch, environment=environment, extra=request.env, tmp=ws.tmp
     )
     return PytestInvocation(
         tree=ws.tree,

@@ -75,6 +75,15 @@ SIGNATURES: tuple[Signature, ...] = (
         retryable=False,
     ),
     _sig(FaultKind.missing_asset, r"Couldn't reach '[^']+' on the Hub", _MISSING, retryable=False),
+    # A local model path (``~/models/Qwen/...``) that is not there: the libraries take it for
+    # a hub name and refuse it, or say the path is wrong. The curator's cache lacks it.
+    _sig(
+        FaultKind.missing_asset,
+        r"Repo id must be in the form 'repo_name' or 'namespace/repo_name': '/"
+        r"|Incorrect path_or_model_id: '/",
+        _MISSING,
+        retryable=False,
+    ),
     _sig(
         FaultKind.gpus_absent,
         r"(?i:no CUDA GPUs are available)|Found no NVIDIA driver on your system"
@@ -114,6 +123,13 @@ SIGNATURES: tuple[Signature, ...] = (
         "the CI job ran past its time limit",
         retryable=False,
     ),
+    _sig(
+        FaultKind.internal,
+        r"AF_UNIX path length cannot exceed|AF_UNIX path too long",
+        "a Unix socket path under the run's TMPDIR is over 107 bytes: the harness gave the "
+        "run too deep a temporary folder",
+        retryable=False,
+    ),
     _sig(FaultKind.internal, r"^INTERNALERROR>", "pytest failed inside itself", retryable=False),
 )
 
@@ -122,6 +138,8 @@ ASSET_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
     re.compile(p)
     for p in (
         r"it looks like (?P<asset>\S+) is not the path to a directory",
+        r"namespace/repo_name': '(?P<asset>/[^']+)'",
+        r"Incorrect path_or_model_id: '(?P<asset>[^']+)'",
         r"Couldn't reach '(?P<asset>[^']+)' on the Hub",
         r"huggingface\.co/(?:api/(?:models|datasets|spaces)/|datasets/|spaces/)?"
         r"(?!docs/|api/)(?P<asset>[A-Za-z0-9][\w.-]*/[\w.-]+)",

@@ -6,7 +6,10 @@ Hugging Face tokens, webhook secrets, database URLs, any URL carrying a
 password), none of probewatch's own settings, none of the host's pytest, git,
 CI or interpreter state. What they get: the host's basics (PATH, locale), the
 shared environment's variables (HF_HOME, offline flags), the request's own,
-and a HOME and TMPDIR of their own inside the run's scratch folder.
+a HOME of their own inside the run's scratch folder (with the asset cache's
+``home/`` entries linked in), and a TMPDIR of their own: the workspace's short
+one where it has it, since Unix sockets made under TMPDIR (Ray's, torch's
+rendezvous files) must fit in 107 bytes.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from runners.env.assets import link_home_assets
 from runners.serialize import is_secret_name
 from runners.types import EnvironmentRef
 
@@ -53,17 +57,23 @@ def run_environment(
     environment: EnvironmentRef | None,
     extra: Mapping[str, str],
     base: Mapping[str, str] | None = None,
+    tmp: Path | None = None,
 ) -> dict[str, str]:
-    """The scrubbed environment of a run: host basics, the shared environment, the request's."""
+    """The scrubbed environment of a run: host basics, the shared environment, the request's.
+
+    ``tmp`` is the run's TMPDIR (default: ``tmp`` in the scratch folder).
+    """
     env = scrub_environment(os.environ if base is None else base)
     if environment is not None:
         env.update(scrub_environment(environment.env))
         env["VIRTUAL_ENV"] = str(environment.root)
         env["PATH"] = os.pathsep.join([str(environment.python.parent), env.get("PATH", "")])
     env.update(scrub_environment(extra))
-    home, tmp = scratch / "home", scratch / "tmp"
+    home, tmp = scratch / "home", tmp or scratch / "tmp"
     home.mkdir(exist_ok=True)
     tmp.mkdir(exist_ok=True)
+    if environment is not None and environment.assets is not None:
+        link_home_assets(environment.assets, home)
     # The plugin must be importable by -p; the tree too, for subprocesses the tests start.
     paths = [str(scratch / PLUGIN_FOLDER), str(tree), env.get("PYTHONPATH", "")]
     env.update(

@@ -1,8 +1,11 @@
 """Work trees for one run: (repository, base commit) materialised cheaply, removed afterwards.
 
 A run gets its own folder under a caller-given root holding ``tree/`` (the
-checkout at the base commit) and ``scratch/`` (report files, HOME, TMPDIR:
-things the run writes that must not land in the tree). The tree comes from a
+checkout at the base commit) and ``scratch/`` (report files, HOME: things the
+run writes that must not land in the tree), and a TMPDIR of its own with a
+short path (under ``/tmp``): a Unix socket path must fit in 107 bytes, and Ray
+or torch.distributed make theirs several levels below TMPDIR, which a deep
+workspace root would push past that. The tree comes from a
 local clone or bare mirror without copying history: ``git worktree add
 --detach`` (the default) or a fresh repository that borrows the mirror's
 objects through ``objects/info/alternates`` and copies no refs (``shared``: the
@@ -51,6 +54,7 @@ class Workspace:
     tree: Path  # the checkout at ``commit``
     scratch: Path  # per-run files kept out of the tree
     commit: str  # full hash of the base commit
+    tmp: Path | None = None  # the run's TMPDIR, short; None: scratch/tmp
 
 
 def git(
@@ -97,13 +101,24 @@ def workspace(
     root.mkdir(parents=True, exist_ok=True)
     with _sigterm_raises_interrupt():
         folder = Path(tempfile.mkdtemp(prefix=_folder_prefix(label), dir=root))
+        tmp: Path | None = None
         try:
-            ws = Workspace(tree=folder / "tree", scratch=folder / "scratch", commit=sha)
+            tmp = Path(tempfile.mkdtemp(prefix="pw-", dir=_short_tmp_root()))
+            ws = Workspace(tree=folder / "tree", scratch=folder / "scratch", commit=sha, tmp=tmp)
             ws.scratch.mkdir()
             _MATERIALISE[mode](repo, sha, ws.tree)
             yield ws
         finally:
+            if tmp is not None:
+                force_rmtree(tmp)
             _remove(repo, folder, mode)
+
+
+def _short_tmp_root() -> str:
+    """``/tmp`` where it is usable (the shortest common temporary folder), else the default."""
+    if os.path.isdir("/tmp") and os.access("/tmp", os.W_OK | os.X_OK):
+        return "/tmp"
+    return tempfile.gettempdir()
 
 
 def _folder_prefix(label: str) -> str:

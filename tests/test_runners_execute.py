@@ -435,3 +435,52 @@ def test_setup_commands_install_into_a_per_run_overlay_not_the_shared_environmen
     assert prefix != shared
     assert prefix.name == "venv"
     assert not prefix.is_relative_to(shared)
+
+
+SOCKET_AND_HOME_TEST = """
+import os, socket
+from pathlib import Path
+
+
+def test_a_socket_deep_under_tmpdir_binds():
+    # Ray makes ray/session_<date>_<pid>/sockets/plasma_store under TMPDIR.
+    folder = Path(os.environ["TMPDIR"]) / "ray" / "session_2026-11-30_00-52-26_123456_12345" / "sockets"
+    folder.mkdir(parents=True)
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(folder / "plasma_store"))
+    server.close()
+    Path(os.environ["RECORD"]).write_text(os.environ["TMPDIR"])
+
+
+def test_the_asset_caches_home_entries_are_in_home():
+    config = Path("~/models/Qwen/tiny/config.json").expanduser()
+    assert config.read_text() == "{}"
+"""
+
+
+def test_a_deep_workspace_root_still_gives_runs_a_short_tmpdir_and_the_home_assets(
+    task: dict, tmp_path: Path
+) -> None:
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    assets = tmp_path / "assets"
+    (assets / "home" / "models" / "Qwen" / "tiny").mkdir(parents=True)
+    (assets / "home" / "models" / "Qwen" / "tiny" / "config.json").write_text("{}")
+    environment = EnvironmentRef(
+        lock_hash="abc123",
+        root=Path(sys.prefix),
+        python=Path(sys.executable),
+        assets=assets,
+    )
+    request = request_for(
+        {**task, "root": deep},
+        overlay=TestOverlay(files={"tests/test_sock.py": SOCKET_AND_HOME_TEST}),
+        environment=environment,
+    )
+    result = run({**task, "root": deep}, request)
+    assert outcome_map(result) == {
+        "tests/test_sock.py::test_a_socket_deep_under_tmpdir_binds": "passed",
+        "tests/test_sock.py::test_the_asset_caches_home_entries_are_in_home": "passed",
+    }
+    tmpdir = Path(task["record"].read_text())
+    assert len(str(tmpdir)) < 40 and not tmpdir.exists()  # short, and removed with the run
+    assert (assets / "home" / "models" / "Qwen" / "tiny" / "config.json").is_file()

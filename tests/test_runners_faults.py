@@ -30,6 +30,10 @@ ROWS = [
         "ConnectionError: Couldn't reach 'openai/gsm8k' on the Hub (ConnectionError)",
         "Couldn't reach the end of the iterator",
     ),
+    (
+        "huggingface_hub.errors.HFValidationError: Repo id must be in the form 'repo_name' or 'namespace/repo_name': '/run/home/models/Qwen/Qwen2.5-0.5B-Instruct'. Use `repo_type` argument if needed.",
+        "HFValidationError: Repo id must be in the form 'repo_name' or 'namespace/repo_name': 'bad name!'",
+    ),
     ("RuntimeError: No CUDA GPUs are available", "skipped: the CUDA GPUs are not needed here"),
     (
         "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?",
@@ -50,6 +54,10 @@ ROWS = [
     (
         "The job running on runner gpu-01 has exceeded the maximum execution time of 360 minutes.",
         "the retry loop has exceeded the maximum retries (expected)",
+    ),
+    (
+        "OSError: AF_UNIX path length cannot exceed 107 bytes: '/srv/probewatch/runs/run-verl-1-x/scratch/tmp/ray/session_2026/sockets/plasma_store'",
+        "OSError: [Errno 98] Address already in use: '/tmp/pw-1/ray/sockets/raylet'",
     ),
     (
         "INTERNALERROR> Traceback (most recent call last):",
@@ -94,6 +102,11 @@ def test_the_matching_line_is_the_evidence() -> None:
         (
             "hf_hub_download(repo_id='meta/llama-tiny')\nLocalEntryNotFoundError: ...",
             "meta/llama-tiny",
+        ),
+        (ROWS[6][0], "/run/home/models/Qwen/Qwen2.5-0.5B-Instruct"),
+        (
+            "OSError: Incorrect path_or_model_id: '/run/home/models/tiny'. Please provide either the path to a local folder or the repo_id of a model on the Hub.",
+            "/run/home/models/tiny",
         ),
         (ROWS[4][0], "an asset the log does not name"),
         (

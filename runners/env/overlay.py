@@ -56,7 +56,9 @@ def overlay_environment(shared: EnvironmentRef, dest: Path) -> EnvironmentRef:
     pip = dest / "bin" / "pip"
     pip.write_text(PIP_WRAPPER, encoding="utf-8")
     pip.chmod(0o755)
-    return EnvironmentRef(shared.lock_hash, dest, python, _overlay_env(shared, dest))
+    return EnvironmentRef(
+        shared.lock_hash, dest, python, _overlay_env(shared, dest), assets=shared.assets
+    )
 
 
 def _base_interpreter(venv: Path) -> Path:
