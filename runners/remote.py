@@ -4,8 +4,11 @@ A self-hosted Actions runner (through the composite action) and a Docker
 container both run ``python -m runners.remote``: it reads the request (a file,
 an environment variable, inline gzip+base64 text or an https URL), points it
 at the clone this machine has and at this machine's copy of the shared
-environment, runs it through the local backend and writes ``result.json``
-(the :class:`RunResult`) and ``junit.xml`` into the output folder, atomically.
+environment (built here from the request's environment spec when this runner
+has none: the same requirements resolved in the same era, with this runner's
+own overrides, such as its CUDA build of torch), runs it through the local
+backend and writes ``result.json`` (the :class:`RunResult`) and ``junit.xml``
+into the output folder, atomically.
 Whatever goes wrong, a result is written: a request that cannot be read or run
 becomes a fault result, so the caller always has something to collect. The
 exit status is 0 when the run produced outcomes and 3 for a fault, so a
@@ -17,11 +20,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import shutil
+import subprocess
 import sys
 import tempfile
 import urllib.request
 import xml.etree.ElementTree as ET
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from functools import partial
 from pathlib import Path
 
@@ -35,6 +41,7 @@ from runners.serialize import (
 )
 from runners.types import (
     EnvironmentRef,
+    EnvironmentSpec,
     Fault,
     FaultKind,
     Outcome,
@@ -92,33 +99,101 @@ def fetch(url: str) -> str:
         raise RemoteError(FaultKind.network, f"cannot fetch the request: {exc}", True) from exc
 
 
-def localize(request: RunRequest, *, repo: Path | None, env_home: Path | None) -> RunRequest:
+@dataclasses.dataclass(frozen=True)
+class RunnerEnvironment:
+    """This runner's side of environments: its home, and the pins it imposes on every build."""
+
+    home: Path | None = None
+    overrides: tuple[str, ...] = ()  # e.g. "torch==2.5.1+cu124"
+    find_links: tuple[Path, ...] = ()  # folders of local wheels for those overrides
+
+
+def localize(
+    request: RunRequest, *, repo: Path | None, env_home: Path | RunnerEnvironment | None
+) -> RunRequest:
     """The request pointed at this machine's clone and this machine's environment."""
+    if isinstance(env_home, RunnerEnvironment):
+        runner_env = env_home
+    else:
+        runner_env = RunnerEnvironment(env_home)
     if repo is not None:
         request = dataclasses.replace(request, repo=repo.resolve())
     if request.environment is not None:
-        environment = _local_environment(request.environment, env_home)
+        environment = _local_environment(request.environment, runner_env)
         request = dataclasses.replace(request, environment=environment)
     return request
 
 
-def _local_environment(ref: EnvironmentRef, env_home: Path | None) -> EnvironmentRef:
-    if env_home is not None:
+def _local_environment(ref: EnvironmentRef, runner_env: RunnerEnvironment) -> EnvironmentRef:
+    if runner_env.home is not None:
         from runners.env import EnvHome, environment_ref
         from runners.env.build import is_ready
 
-        home = EnvHome(env_home)
+        home = EnvHome(runner_env.home)
         if is_ready(home.env_dir(ref.lock_hash)):
             return environment_ref(home, ref.lock_hash)
     if ref.python.exists():
         return ref  # a shared volume mounted at the same path (the Docker backend does this)
-    looked = f"{env_home}/envs/{ref.lock_hash} or {ref.root}" if env_home else str(ref.root)
+    if runner_env.home is not None and ref.spec is not None:
+        return build_from_spec(ref.spec, runner_env)
+    folder = runner_env.home
+    looked = f"{folder}/envs/{ref.lock_hash} or {ref.root}" if folder else str(ref.root)
     raise RemoteError(
         FaultKind.environment_build,
-        f"environment {ref.lock_hash} is not on this runner (looked in {looked}): build it here "
-        "first",
+        f"environment {ref.lock_hash} is not on this runner (looked in {looked}) and the request "
+        "carries no spec to build it from: build it here first",
         retryable=True,
     )
+
+
+def build_from_spec(spec: EnvironmentSpec, runner_env: RunnerEnvironment) -> EnvironmentRef:
+    """This runner's environment for ``spec``: resolved in its era with this runner's
+    overrides, built once per lock hash under this runner's home."""
+    from runners.env import EnvError, EnvHome, RunnerOverrides, ensure_environment, resolve
+    from runners.env.uv import Uv
+
+    assert runner_env.home is not None
+    home = EnvHome(runner_env.home)
+    home.create()
+    uv = Uv(home.uv_cache)
+    era = datetime.fromisoformat(spec.exclude_newer) if spec.exclude_newer else None
+    overrides = RunnerOverrides(runner_env.overrides, runner_env.find_links)
+    python = python_for(spec.python_version)
+    try:
+        lock = resolve(
+            spec.requirements, python=python, uv=uv, overrides=overrides, exclude_newer=era
+        )
+        return ensure_environment(lock, home, uv).ref
+    except EnvError as exc:
+        raise RemoteError(
+            FaultKind.environment_build, f"building the environment here failed: {exc}"
+        ) from exc
+
+
+def python_for(version: str) -> Path:
+    """An interpreter of ``version``'s major.minor on this runner (this one's when it fits)."""
+    wanted = ".".join(version.split(".")[:2])
+    mine = f"{sys.version_info.major}.{sys.version_info.minor}"
+    if not wanted or wanted == mine:
+        return Path(sys.executable)
+    found = shutil.which(f"python{wanted}")
+    if found is None or _version_of(found) != wanted:  # a shim (pyenv) may name what is absent
+        raise RemoteError(
+            FaultKind.environment_build,
+            f"the environment needs Python {wanted}; this runner has {mine} and no python{wanted}",
+        )
+    return Path(found)
+
+
+def _version_of(python: str) -> str:
+    code = "import sys; print('%d.%d' % sys.version_info[:2])"
+    try:
+        done = subprocess.run(
+            [python, "-c", code], capture_output=True, text=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return done.stdout.strip() if done.returncode == 0 else ""
 
 
 def local_runner(work: Path | None = None) -> Runner:
@@ -139,7 +214,7 @@ def execute(
     request_text: str,
     *,
     repo: Path | None = None,
-    env_home: Path | None = None,
+    env_home: Path | RunnerEnvironment | None = None,
     runner: Callable[[], Runner] = local_runner,
 ) -> RunResult:
     """Read, localize and run a request; every failure becomes a fault result."""
@@ -218,8 +293,30 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path, required=True, help="folder for result and junit")
     parser.add_argument("--repo", type=Path, help="this machine's clone holding the base commit")
     parser.add_argument("--env-home", type=Path, help="this machine's PROBEWATCH_HOME")
+    parser.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        help="a pin this runner imposes on environments it builds (repeatable)",
+    )
+    parser.add_argument(
+        "--find-links", type=Path, action="append", default=[], help="a folder of local wheels"
+    )
     parser.add_argument("--work", type=Path, help="folder for work trees (default: temp folder)")
     return parser
+
+
+OVERRIDES_ENV = "PROBEWATCH_RUNNER_OVERRIDES"  # "torch==2.5.1+cu124 torchvision==0.20.1+cu124"
+FIND_LINKS_ENV = "PROBEWATCH_RUNNER_FIND_LINKS"  # folders, separated by ":"
+
+
+def runner_environment(args: argparse.Namespace, environ: Mapping[str, str]) -> RunnerEnvironment:
+    """This runner's home and pins: the flags, else the runner service's own variables."""
+    overrides = args.override or environ.get(OVERRIDES_ENV, "").split()
+    links = args.find_links or [
+        Path(p) for p in environ.get(FIND_LINKS_ENV, "").split(os.pathsep) if p
+    ]
+    return RunnerEnvironment(args.env_home, tuple(overrides), tuple(links))
 
 
 def _request_value(args: argparse.Namespace) -> str:
@@ -238,7 +335,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = RunResult(outcome=Outcome.fault, fault=Fault(FaultKind.internal, str(exc), False))
     else:
         runner = partial(local_runner, args.work)
-        result = execute(value, repo=args.repo, env_home=args.env_home, runner=runner)
+        runner_env = RunnerEnvironment(args.env_home, tuple(args.override), tuple(args.find_links))
+        result = execute(value, repo=args.repo, env_home=runner_env, runner=runner)
     write_results(result, args.out)
     print(f"probewatch: {result.outcome}: {len(result.tests)} test(s)", file=sys.stderr)
     if result.fault is not None:

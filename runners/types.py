@@ -80,6 +80,19 @@ class TestOverlay:
 
 
 @dataclass(frozen=True)
+class EnvironmentSpec:
+    """What a shared environment was resolved from: enough for another runner to build its own.
+
+    The pins are not carried: a runner applies its own overrides (its CUDA build of torch)
+    and resolves the same requirements in the same era, which gives its own lock hash.
+    """
+
+    requirements: tuple[str, ...]  # after exclusions and repairs, harness included
+    exclude_newer: str | None = None  # the era, "2025-11-03T08:12:00Z"
+    python_version: str = ""  # "3.11.7": a runner uses its interpreter of the same minor
+
+
+@dataclass(frozen=True)
 class EnvironmentRef:
     """A built, read-only shared environment (one per lock hash)."""
 
@@ -88,6 +101,7 @@ class EnvironmentRef:
     python: Path  # root / "bin" / "python"
     env: Mapping[str, str] = field(default_factory=dict)  # HF_HOME, HF_HUB_OFFLINE=1, ...
     assets: Path | None = None  # the shared asset cache; its home/ entries appear in run HOMEs
+    spec: EnvironmentSpec | None = None  # how to build it elsewhere (remote runners)
 
 
 @dataclass(frozen=True)

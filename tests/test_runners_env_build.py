@@ -109,6 +109,18 @@ def test_the_reference_carries_the_offline_asset_cache(
     assert env["PYTHONDONTWRITEBYTECODE"] == "1"
 
 
+def test_the_reference_carries_the_spec_another_runner_builds_from(
+    env_home: EnvHome,
+    six_lock: Lock,
+    uv: Uv,
+) -> None:
+    spec = ensure_environment(six_lock, env_home, uv).ref.spec
+    assert spec is not None
+    assert spec.requirements == six_lock.requirements
+    assert spec.exclude_newer == six_lock.exclude_newer
+    assert spec.python_version == six_lock.python.version
+
+
 def test_a_failed_build_leaves_nothing(tmp_path: Path, six_lock: Lock, uv: Uv) -> None:
     home = EnvHome(tmp_path / "home")
     broken = Lock(

@@ -9,17 +9,19 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from runners import remote
 from runners.env import EnvHome
-from runners.env.manifest import manifest_path
+from runners.env.manifest import Manifest, read_manifest, write_manifest
 from runners.junit import parse_junit
 from runners.serialize import encode_inline, request_to_json, result_from_json
 from runners.types import (
     EnvironmentRef,
+    EnvironmentSpec,
     Fault,
     FaultKind,
     Outcome,
@@ -28,6 +30,7 @@ from runners.types import (
     TestCaseResult,
     TestStatus,
 )
+from tests.runners_env_support import make_wheel
 
 
 def a_request(**changes: object) -> RunRequest:
@@ -125,7 +128,19 @@ def test_environment_is_taken_from_the_runners_home_when_built_there(tmp_path: P
     home = EnvHome(tmp_path / "home")
     root = home.env_dir("hash1")
     (root / "bin").mkdir(parents=True)
-    manifest_path(root).write_text("{}")
+    write_manifest(
+        root,
+        Manifest(
+            lock_hash="hash1",
+            python_version="3.11.7",
+            platform="linux-x86_64",
+            base_python=sys.executable,
+            pins=["six==1.16.0"],
+            requirements=["six"],
+            built_at=datetime.now(UTC),
+            build_seconds=1.0,
+        ),
+    )
     controller = EnvironmentRef(
         "hash1", Path("/controller/envs/hash1"), Path("/controller/envs/hash1/bin/python")
     )
@@ -152,6 +167,49 @@ def test_environment_missing_on_the_runner_is_an_environment_fault(tmp_path: Pat
     fault = caught.value.fault
     assert fault.kind is FaultKind.environment_build
     assert f"looked in {tmp_path}/envs/hash9 or /controller/envs/hash9" in fault.detail
+    assert "no spec" in fault.detail
+
+
+def test_a_missing_environment_is_built_from_the_spec_with_the_runners_overrides(
+    tmp_path: Path,
+) -> None:
+    """The controller's CPU environment; this runner imposes its own (CUDA) torch build."""
+    version = ".".join(map(str, sys.version_info[:3]))
+    spec = EnvironmentSpec(("six", "pytest", "torch"), "2019-01-01T00:00:00Z", version)
+    wheels = make_wheel(tmp_path / "wheels", "torch", "2.5.1+cu124").parent
+    ref = EnvironmentRef(
+        "hash-on-controller",
+        Path("/controller/envs/x"),
+        Path("/controller/envs/x/bin/python"),
+        spec=spec,
+    )
+    runner_env = remote.RunnerEnvironment(
+        tmp_path / "home", overrides=("torch==2.5.1+cu124",), find_links=(wheels,)
+    )
+    localized = remote.localize(a_request(environment=ref), repo=None, env_home=runner_env)
+    environment = localized.environment
+    assert environment is not None and environment.python.exists()
+    assert environment.root.parent == (tmp_path / "home" / "envs").resolve()
+    manifest = read_manifest(environment.root)
+    assert "torch==2.5.1+cu124" in manifest.pins
+    assert manifest.exclude_newer == "2019-01-01T00:00:00Z"
+    assert "pip==18.1" in manifest.pins  # resolved as the index was in 2019
+    # The next request for the same spec finds it: built once per runner.
+    again = remote.localize(a_request(environment=ref), repo=None, env_home=runner_env)
+    assert again.environment is not None and again.environment.root == environment.root
+
+
+def test_a_spec_for_a_python_this_runner_lacks_is_an_environment_fault(tmp_path: Path) -> None:
+    ref = EnvironmentRef(
+        "h",
+        Path("/controller/envs/h"),
+        Path("/controller/envs/h/bin/python"),
+        spec=EnvironmentSpec(("six",), None, "2.7.18"),
+    )
+    with pytest.raises(remote.RemoteError) as caught:
+        remote.localize(a_request(environment=ref), repo=None, env_home=tmp_path / "home")
+    assert caught.value.fault.kind is FaultKind.environment_build
+    assert "needs Python 2.7" in caught.value.fault.detail
 
 
 # -- executing -------------------------------------------------------------------------
@@ -265,3 +323,17 @@ def test_module_runs_a_real_request_end_to_end_through_the_local_backend(tmp_pat
     result = result_from_json((out / "result.json").read_text())
     assert answer.returncode == remote.EXIT_OK, (answer.stderr, result)
     assert result.passed == {"test_ok.py::test_ok"}
+
+
+def test_the_runners_pins_come_from_flags_else_from_its_service_variables() -> None:
+    parse = remote._parser().parse_args
+    environ = {
+        remote.OVERRIDES_ENV: "torch==2.5.1+cu124  torchvision==0.20.1+cu124",
+        remote.FIND_LINKS_ENV: "/opt/wheels:/srv/wheels",
+    }
+    from_env = remote.runner_environment(parse(["--request", "{}", "--out", "o"]), environ)
+    assert from_env.overrides == ("torch==2.5.1+cu124", "torchvision==0.20.1+cu124")
+    assert from_env.find_links == (Path("/opt/wheels"), Path("/srv/wheels"))
+    flags = parse(["--request", "{}", "--out", "o", "--override", "torch==2.6.0+cu126"])
+    assert remote.runner_environment(flags, environ).overrides == ("torch==2.6.0+cu126",)
+    assert remote.runner_environment(flags, {}).find_links == ()

@@ -20,6 +20,7 @@ from runners.serialize import (
 )
 from runners.types import (
     EnvironmentRef,
+    EnvironmentSpec,
     Fault,
     FaultKind,
     Hardware,
@@ -50,7 +51,11 @@ def full_request() -> RunRequest:
         ),
         tests=("tests/unit/test_a.py", "tests/probes/test_state.py::test_state"),
         environment=EnvironmentRef(
-            "abc123", root, root / "bin" / "python", {"HF_HUB_OFFLINE": "1", "HF_TOKEN": "hf_x"}
+            "abc123",
+            root,
+            root / "bin" / "python",
+            {"HF_HUB_OFFLINE": "1", "HF_TOKEN": "hf_x"},
+            spec=EnvironmentSpec(("six==1.16.0", "pytest"), "2023-06-01T00:00:00Z", "3.11.7"),
         ),
         setup_commands=("pip install -e . --no-deps",),
         hardware=Hardware(gpus=8, gpu_type="H100"),

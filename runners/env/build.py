@@ -37,7 +37,7 @@ from runners.env.manifest import (
     write_manifest,
 )
 from runners.env.uv import Uv, UvError
-from runners.types import EnvironmentRef
+from runners.types import EnvironmentRef, EnvironmentSpec
 
 TMP_PREFIX = ".tmp-"
 DEFAULT_LOCK_TIMEOUT_S = 3 * 3600.0
@@ -107,7 +107,15 @@ def environment_ref(home: EnvHome, lock_hash: str) -> EnvironmentRef:
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONNOUSERSITE": "1",
     }
-    return EnvironmentRef(lock_hash, root, root / "bin" / "python", env, assets=home.assets)
+    spec = None
+    if is_ready(root):
+        manifest = read_manifest(root)
+        spec = EnvironmentSpec(
+            tuple(manifest.requirements), manifest.exclude_newer, manifest.python_version
+        )
+    return EnvironmentRef(
+        lock_hash, root, root / "bin" / "python", env, assets=home.assets, spec=spec
+    )
 
 
 def _build(

@@ -57,7 +57,12 @@ def overlay_environment(shared: EnvironmentRef, dest: Path) -> EnvironmentRef:
     pip.write_text(PIP_WRAPPER, encoding="utf-8")
     pip.chmod(0o755)
     return EnvironmentRef(
-        shared.lock_hash, dest, python, _overlay_env(shared, dest), assets=shared.assets
+        shared.lock_hash,
+        dest,
+        python,
+        _overlay_env(shared, dest),
+        assets=shared.assets,
+        spec=shared.spec,
     )
 
 
