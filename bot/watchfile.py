@@ -13,11 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from pr_miner.config import DEFAULT_TEST_GLOBS as MINER_TEST_GLOBS
+
 if TYPE_CHECKING:
     from pr_miner.config import MiningConfig
 
-# Test file = under a tests/ or test/ folder at any depth, or test_*.py / *_test.py.
-DEFAULT_TEST_GLOBS = ["**/tests/**", "**/test/**", "**/test_*.py", "**/*_test.py"]
+# Test file = under a tests/ or test/ folder at any depth, or test_*.py / *_test.py:
+# the miner's convention, so a watch file without [tests] globs means the same to both.
+DEFAULT_TEST_GLOBS = list(MINER_TEST_GLOBS)
 DEFAULT_SIZE_THRESHOLD = 1000
 REPO_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+$"
 
