@@ -77,12 +77,9 @@ def repo_settings(context: AppContext, instance: str) -> tuple[RepoSettings, Pat
     watched = context.watch_file().find(repo)
     if watched is None:
         return RepoSettings(test_globs=tuple(DEFAULT_TEST_GLOBS)), None
-    settings = RepoSettings(
-        test_globs=tuple(watched.tests.globs),
-        setup_commands=tuple(watched.setup_commands),
-        gpus=watched.tests.default_gpus,
-    )
-    return settings, watched.git
+    from bot.pipeline import task_settings
+
+    return task_settings(watched), watched.git
 
 
 def _mirror(given: Path | None, watched: Path | None, instance: str) -> Path:

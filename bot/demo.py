@@ -23,8 +23,7 @@ from sqlalchemy.engine import Engine
 
 from bot.eval_types import EvalEvent, EvalReport, EvalRequest
 from bot.harness import local_harness
-from bot.pipeline import build_and_validate
-from bot.report import full_report_url, render_report
+from bot.pipeline import build_and_validate, store_report, task_settings
 from bot.watchfile import WatchedRepo, WatchFile, load_watch_file, mining_config
 from pr_miner.git_source import GitSource
 from pr_miner.mining import mine
@@ -40,7 +39,6 @@ from probe_builder.pipeline import (
 from runners.local import LocalBackend
 from task_registry.candidates import decide_candidate, list_candidates
 from task_registry.db import session_scope
-from task_registry.reports import find_report, get_or_create_report, save_report
 from task_registry.repos import find_repo
 from task_registry.swebench import instance_id_for
 from task_registry.tasks import find_task
@@ -195,15 +193,6 @@ def accept_survivors(engine: Engine, repo: str, progress: DemoProgress = _quiet)
     return tuple(accepted)
 
 
-def repo_settings(watched: WatchedRepo) -> RepoSettings:
-    """The build and validation settings from the watch file, as ``probewatch build`` does."""
-    return RepoSettings(
-        test_globs=tuple(watched.tests.globs),
-        setup_commands=tuple(watched.setup_commands),
-        gpus=watched.tests.default_gpus,
-    )
-
-
 def task_status(engine: Engine, instance_id: str) -> TaskStatus | None:
     with session_scope(engine) as session:
         task = find_task(session=session, instance_id=instance_id)
@@ -224,7 +213,7 @@ def build_and_validate_pr(
     if status in DONE_STATUSES:
         progress(DemoEvent(DemoStage.build, f"{instance}: already {status}, nothing to rebuild"))
         return TaskOutcome(instance, "skipped", "skipped", status)
-    settings = repo_settings(watched)
+    settings = task_settings(watched)
     built = build_task(
         engine=engine,
         instance_id=instance,
@@ -293,24 +282,17 @@ def render_dry_run_report(
         if table is None:
             progress(DemoEvent(DemoStage.report, f"{repo}#{number}: no task, no report"))
             return None
-        rendered = render_report(table, full_url=full_report_url(public_url, repo, number))
-        existing = find_report(session=session, repo=repo, pull_number=number)
-        written = existing is None or existing.body_hash != rendered.body_hash
-        if written:
-            report = get_or_create_report(session=session, repo=repo, pull_number=number)
-            save_report(
-                session=session,
-                report=report,
-                task_id=table.task_id,
-                merge_sha=table.merge_commit,
-                body=rendered.body,
-                body_hash=rendered.body_hash,
-                summary=rendered.summary,
-                actionable=rendered.actionable,
-                dry_run=True,
-                status=ReportStatus.dry_run,
-                skip_reason="dry run (watch file)",
-            )
+        stored = store_report(
+            session=session,
+            table=table,
+            repo=repo,
+            number=number,
+            public_url=public_url,
+            dry_run=True,
+            status=ReportStatus.dry_run,
+            skip_reason="dry run (watch file)",
+        )
+    rendered, written = stored.rendered, stored.written
     action = "written" if written else "unchanged"
     progress(DemoEvent(DemoStage.report, f"{repo}#{number}: report {action}: {rendered.summary}"))
     return ReportOutcome(repo, number, rendered.summary, written)

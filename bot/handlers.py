@@ -28,7 +28,7 @@ from bot.jobkinds import (
     followup_key,
     mine_key,
 )
-from bot.pipeline import build_and_validate, ensure_task, mine_one_pr, poll_merged
+from bot.pipeline import build_and_validate, ensure_task, mine_one_pr, poll_merged, store_report
 from bot.posting import (
     CHECK_RULES,
     COMMENT_RULES,
@@ -42,7 +42,6 @@ from bot.posting import (
 )
 from bot.redelivery import fetch_attempts, redeliver, to_redeliver
 from bot.repo_config import load_repo_config
-from bot.report import full_report_url, render_report
 from bot.settings import Settings
 from bot.watchfile import WatchedRepo
 from task_registry.db import session_scope
@@ -117,20 +116,16 @@ def build_report(ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
     config = load_repo_config(ctx.github.for_repo(job.repo).get_repo(job.repo))
     table = drop_ignored(table, config.ignores)
     with ctx.session() as session:
-        url = full_report_url(ctx.service.public_url, job.repo, job.number)
-        rendered = render_report(table, full_url=url)
-        report = get_or_create_report(session=session, repo=job.repo, pull_number=job.number)
-        save_report(
+        stored = store_report(
             session=session,
-            report=report,
-            task_id=table.task_id,
-            merge_sha=table.merge_commit or job.merge_sha,
-            body=rendered.body,
-            body_hash=rendered.body_hash,
-            summary=rendered.summary,
-            actionable=rendered.actionable,
+            table=table,
+            repo=job.repo,
+            number=job.number,
+            public_url=ctx.service.public_url,
             dry_run=watched.dry_run,
+            merge_sha=job.merge_sha,
         )
+    rendered = stored.rendered
     post = PRPayload(repo=job.repo, number=job.number)
     ctx.enqueue(JobKind.post_report, post, followup_key(JobKind.post_report, ctx.job_id))
     return {"actionable": rendered.actionable, "body_hash": rendered.body_hash}

@@ -21,13 +21,15 @@ from typing import TYPE_CHECKING
 from sqlmodel import Session
 
 from bot.coverage import CoverageTable, coverage_from_registry
+from bot.report import RenderedReport, full_report_url, render_report
 from bot.watchfile import WatchedRepo, mining_config
 from task_registry.candidates import decide_candidate, find_candidate, upsert_candidate
 from task_registry.models import RepoCreate
+from task_registry.reports import get_or_create_report, save_report
 from task_registry.repos import find_repo, get_cursor, get_or_create_repo
 from task_registry.swebench import instance_id_for
 from task_registry.tasks import find_task
-from task_registry.types import CursorSource, Decision, DescriptionSource, PRKind
+from task_registry.types import CursorSource, Decision, DescriptionSource, PRKind, ReportStatus
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -231,3 +233,47 @@ def build_and_validate(*, session: Session, repo: str, number: int) -> CoverageT
     if task is None:
         return None
     return coverage_from_registry(session, task)
+
+
+@dataclass(frozen=True)
+class StoredReport:
+    rendered: RenderedReport
+    written: bool  # False: the stored body was already this one
+
+
+def store_report(
+    *,
+    session: Session,
+    table: CoverageTable,
+    repo: str,
+    number: int,
+    public_url: str,
+    dry_run: bool,
+    merge_sha: str | None = None,
+    status: ReportStatus | None = None,
+    skip_reason: str | None = None,
+) -> StoredReport:
+    """Render the PR's report from its coverage table and store it on the PR's one report row.
+
+    Posting is a separate step (the post_report job); ``status`` and ``skip_reason`` are set
+    here only by callers that never post (the demo's dry run).
+    """
+    rendered = render_report(table, full_url=full_report_url(public_url, repo, number))
+    report = get_or_create_report(session=session, repo=repo, pull_number=number)
+    written = report.body_hash != rendered.body_hash
+    fields: dict[str, object] = {}
+    if status is not None:
+        fields.update(status=status, skip_reason=skip_reason)
+    save_report(
+        session=session,
+        report=report,
+        task_id=table.task_id,
+        merge_sha=table.merge_commit or merge_sha,
+        body=rendered.body,
+        body_hash=rendered.body_hash,
+        summary=rendered.summary,
+        actionable=rendered.actionable,
+        dry_run=dry_run,
+        **fields,
+    )
+    return StoredReport(rendered, written)
