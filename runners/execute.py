@@ -94,7 +94,7 @@ def run_once(
         except PatchUnappliable as exc:
             return RunResult(outcome=Outcome.unappliable, detail=str(exc))
         report = runner.run_tests(invocation_for(request, ws), request.hardware)
-        return result_of(report)
+        return result_of(report, home=str(ws.scratch / "home"))
 
 
 def invocation_for(request: RunRequest, ws: Workspace) -> PytestInvocation:
@@ -127,11 +127,11 @@ def _writable_for_setup(request: RunRequest, ws: Workspace) -> EnvironmentRef | 
     return overlay_environment(request.environment, ws.scratch / "venv")
 
 
-def result_of(report: PytestReport) -> RunResult:
+def result_of(report: PytestReport, *, home: str | None = None) -> RunResult:
     """The run's outcome: timeout, a classified system fault, or completed."""
     if report.timed_out:
         return _result(report, Outcome.timeout, None)
-    fault = fault_of(report)
+    fault = fault_of(report, home=home)
     return _result(report, Outcome.fault if fault else Outcome.completed, fault)
 
 
@@ -146,14 +146,14 @@ def _result(report: PytestReport, outcome: Outcome, fault: Fault | None) -> RunR
     )
 
 
-def fault_of(report: PytestReport) -> Fault | None:
+def fault_of(report: PytestReport, *, home: str | None = None) -> Fault | None:
     """The system fault behind a run that did not pass, if its log or exit status shows one."""
     if report.setup_failed is not None:
-        found = classify(report.full_log, report.exit_code)
+        found = classify(report.full_log, report.exit_code, home=home)
         return found or Fault(FaultKind.environment_build, report.detail, retryable=False)
     if report.exit_code == 0 and not any(t.status in _FAILING for t in report.tests):
         return None
-    found = classify(report.full_log, report.exit_code)
+    found = classify(report.full_log, report.exit_code, home=home)
     if found is not None or report.exit_code is None:
         return found
     if report.exit_code in COMPLETED_EXITS or report.exit_code < 0:

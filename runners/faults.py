@@ -148,12 +148,16 @@ ASSET_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
 )
 
 
-def classify(log: str, exit_status: int | None) -> Fault | None:
-    """The first signature that ``log`` or ``exit_status`` matches, as a Fault; else None."""
+def classify(log: str, exit_status: int | None, *, home: str | None = None) -> Fault | None:
+    """The first signature that ``log`` or ``exit_status`` matches, as a Fault; else None.
+
+    ``home``: the run's HOME; an asset path under it is named as ``~/...``, the way the
+    curator puts it into the asset cache's ``home/``.
+    """
     for signature in SIGNATURES:
         evidence = _evidence(signature, log, exit_status)
         if evidence is not None:
-            detail = signature.explanation.format(asset=missing_asset(log))
+            detail = signature.explanation.format(asset=_from_home(missing_asset(log), home))
             return Fault(signature.kind, f"{detail} [{evidence}]", signature.retryable)
     return None
 
@@ -170,12 +174,23 @@ def _evidence(signature: Signature, log: str, exit_status: int | None) -> str | 
     return None
 
 
+def _from_home(asset: str, home: str | None) -> str:
+    if home and asset.startswith(home.rstrip("/") + "/"):
+        return "~/" + asset[len(home.rstrip("/")) + 1 :]
+    return asset
+
+
 def missing_asset(log: str) -> str:
-    """The model or dataset a log says is missing, or a plain statement that it does not."""
+    """The model or dataset a log says is missing, or a plain statement that it does not.
+
+    Tracebacks quote the library's source too (``raise OSError(f"... '{path}'")``): a
+    match holding a format field is that source line, not the message, and is passed over.
+    """
     for pattern in ASSET_PATTERNS:
-        match = pattern.search(log)
-        if match:
-            return match.group("asset").rstrip(".")
+        for match in pattern.finditer(log):
+            asset = match.group("asset").rstrip(".")
+            if "{" not in asset:
+                return asset
     return "an asset the log does not name"
 
 

@@ -213,6 +213,20 @@ def test_a_missing_asset_in_a_test_is_a_fault_naming_it(task: dict) -> None:
     assert result.status_of("tests/test_tok.py::test_loads_the_tokenizer") == "failed"
 
 
+def test_a_missing_model_under_home_is_named_as_the_curator_would_add_it(task: dict) -> None:
+    local = (
+        "import os\n\n"
+        "def test_loads_the_local_model():\n"
+        "    path = os.path.expanduser('~/models/Qwen/tiny')\n"
+        "    raise OSError(f\"Incorrect path_or_model_id: '{path}'. Please provide either the "
+        'path to a local folder or the repo_id of a model on the Hub.")\n'
+    )
+    overlay = TestOverlay(files={"tests/test_local.py": local})
+    result = run(task, request_for(task, overlay=overlay))
+    assert result.fault is not None and result.fault.kind is FaultKind.missing_asset
+    assert "offline mode): ~/models/Qwen/tiny" in result.fault.detail
+
+
 def test_the_run_time_limit_gives_the_timeout_outcome(task: dict) -> None:
     overlay = TestOverlay(
         files={"tests/test_hang.py": "import time\n\ndef test_hang():\n    time.sleep(120)\n"}

@@ -108,6 +108,11 @@ def test_the_matching_line_is_the_evidence() -> None:
             "OSError: Incorrect path_or_model_id: '/run/home/models/tiny'. Please provide either the path to a local folder or the repo_id of a model on the Hub.",
             "/run/home/models/tiny",
         ),
+        (
+            "    raise OSError(f\"Incorrect path_or_model_id: '{path_or_repo_id}'. Please\")\n"
+            "E   OSError: Incorrect path_or_model_id: '/run/home/models/tiny'. Please provide",
+            "/run/home/models/tiny",
+        ),
         (ROWS[4][0], "an asset the log does not name"),
         (
             "OSError: We couldn't connect to 'https://huggingface.co' to load the files. See https://huggingface.co/docs/transformers/installation#offline-mode",
@@ -120,6 +125,13 @@ def test_a_missing_asset_is_named(log: str, asset: str) -> None:
     fault = classify(log, 1)
     assert fault is not None and fault.kind is FaultKind.missing_asset
     assert asset in fault.detail and not fault.retryable
+
+
+def test_a_missing_path_under_the_runs_home_is_named_from_home() -> None:
+    fault = classify(ROWS[6][0], 1, home="/run/home")
+    assert fault is not None and "~/models/Qwen/Qwen2.5-0.5B-Instruct" in fault.detail
+    other = classify(ROWS[6][0], 1, home="/run/ho")  # a prefix of a folder name is not home
+    assert other is not None and "/run/home/models/Qwen" in other.detail
 
 
 def test_an_unexplained_sigkill_is_the_oom_killer_even_with_a_silent_log() -> None:
