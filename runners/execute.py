@@ -13,7 +13,8 @@ Actions runner) gets the request and prepares the tree where it runs.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -94,7 +95,8 @@ def run_once(
         except PatchUnappliable as exc:
             return RunResult(outcome=Outcome.unappliable, detail=str(exc))
         report = runner.run_tests(invocation_for(request, ws), request.hardware)
-        return result_of(report, home=str(ws.scratch / "home"))
+        unavailable = request.environment.unavailable if request.environment else {}
+        return result_of(report, home=str(ws.scratch / "home"), unavailable=unavailable)
 
 
 def invocation_for(request: RunRequest, ws: Workspace) -> PytestInvocation:
@@ -127,11 +129,13 @@ def _writable_for_setup(request: RunRequest, ws: Workspace) -> EnvironmentRef | 
     return overlay_environment(request.environment, ws.scratch / "venv")
 
 
-def result_of(report: PytestReport, *, home: str | None = None) -> RunResult:
+def result_of(
+    report: PytestReport, *, home: str | None = None, unavailable: Mapping[str, str] | None = None
+) -> RunResult:
     """The run's outcome: timeout, a classified system fault, or completed."""
     if report.timed_out:
         return _result(report, Outcome.timeout, None)
-    fault = fault_of(report, home=home)
+    fault = fault_of(report, home=home) or unavailable_module_fault(report, unavailable or {})
     return _result(report, Outcome.fault if fault else Outcome.completed, fault)
 
 
@@ -160,6 +164,23 @@ def fault_of(report: PytestReport, *, home: str | None = None) -> Fault | None:
         return None  # a crash inside a test (signal) is the test's: it is marked error
     last = report.log.strip().rpartition("\n")[2]
     return Fault(FaultKind.internal, f"pytest ended with status {report.exit_code}: {last}", False)
+
+
+_NO_MODULE = re.compile(r"No module named '([\w.]+)'")
+
+
+def unavailable_module_fault(report: PytestReport, unavailable: Mapping[str, str]) -> Fault | None:
+    """An environment fault when a failing test imports a module the environment is known
+    not to provide (its repairs could not add it); None when no such import failed."""
+    if not unavailable or not any(t.status in _FAILING for t in report.tests):
+        return None
+    for match in _NO_MODULE.finditer(report.full_log):
+        top = match.group(1).split(".")[0]
+        if top in unavailable:
+            why = unavailable[top]
+            detail = f"the environment cannot provide {top!r}: {why} [{match.group(0)}]"
+            return Fault(FaultKind.environment_build, detail, retryable=False)
+    return None
 
 
 # --- hardware ----------------------------------------------------------------------------

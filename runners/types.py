@@ -102,6 +102,10 @@ class EnvironmentRef:
     env: Mapping[str, str] = field(default_factory=dict)  # HF_HOME, HF_HUB_OFFLINE=1, ...
     assets: Path | None = None  # the shared asset cache; its home/ entries appear in run HOMEs
     spec: EnvironmentSpec | None = None  # how to build it elsewhere (remote runners)
+    # Modules the environment cannot provide, with why (a GPU-only distribution the repo's
+    # config excludes, one no resolution in the era admits): a test that needs one fails
+    # because of the runner, not the patch.
+    unavailable: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

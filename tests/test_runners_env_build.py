@@ -121,6 +121,41 @@ def test_the_reference_carries_the_spec_another_runner_builds_from(
     assert spec.python_version == six_lock.python.version
 
 
+def test_modules_the_repairs_could_not_add_are_named_unavailable() -> None:
+    from datetime import UTC, datetime
+
+    from runners.env.build import unavailable_modules
+    from runners.env.manifest import Manifest, Repair, RepairOutcome
+
+    manifest = Manifest(
+        lock_hash="h",
+        python_version="3.11.7",
+        platform="linux-x86_64",
+        base_python="/usr/bin/python3",
+        pins=[],
+        requirements=[],
+        repairs=[
+            Repair(module="zmq", distribution="pyzmq", round=1, outcome=RepairOutcome.added),
+            Repair(module="vllm", distribution="vllm", round=1, outcome=RepairOutcome.excluded),
+            Repair(
+                module="torchvision",
+                distribution="torchvision",
+                round=2,
+                outcome=RepairOutcome.unresolvable,
+            ),
+            Repair(
+                module="verl", distribution=None, round=1, outcome=RepairOutcome.not_installable
+            ),
+        ],
+        built_at=datetime.now(UTC),
+        build_seconds=1.0,
+    )
+    assert unavailable_modules(manifest) == {
+        "vllm": "the repository's environment config excludes vllm",
+        "torchvision": "torchvision cannot be resolved in the era on this runner",
+    }
+
+
 def test_a_failed_build_leaves_nothing(tmp_path: Path, six_lock: Lock, uv: Uv) -> None:
     home = EnvHome(tmp_path / "home")
     broken = Lock(

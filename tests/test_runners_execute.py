@@ -227,6 +227,30 @@ def test_a_missing_model_under_home_is_named_as_the_curator_would_add_it(task: d
     assert "offline mode): ~/models/Qwen/tiny" in result.fault.detail
 
 
+@pytest.mark.parametrize("known", [True, False])
+def test_a_module_the_environment_cannot_provide_is_its_fault_not_the_patchs(
+    task: dict, known: bool
+) -> None:
+    needs = "import gpu_only_engine.entrypoints\n\ndef test_cli():\n    pass\n"
+    unavailable = {"gpu_only_engine": "the repository's environment config excludes vllm"}
+    environment = EnvironmentRef(
+        lock_hash="abc123",
+        root=Path(sys.prefix),
+        python=Path(sys.executable),
+        unavailable=unavailable if known else {},
+    )
+    overlay = TestOverlay(files={"tests/test_cli.py": needs})
+    result = run(task, request_for(task, overlay=overlay, environment=environment))
+    if known:
+        assert result.outcome is Outcome.fault and result.fault is not None
+        assert result.fault.kind is FaultKind.environment_build and not result.fault.retryable
+        assert "cannot provide 'gpu_only_engine'" in result.fault.detail
+        assert "excludes vllm" in result.fault.detail
+    else:  # an import the environment was never asked for: the patch's own failure
+        assert result.outcome is Outcome.completed and result.fault is None
+    assert result.status_of("tests/test_cli.py") == "error"
+
+
 def test_the_run_time_limit_gives_the_timeout_outcome(task: dict) -> None:
     overlay = TestOverlay(
         files={"tests/test_hang.py": "import time\n\ndef test_hang():\n    time.sleep(120)\n"}

@@ -32,6 +32,7 @@ from runners.env.manifest import (
     Manifest,
     Provenance,
     Repair,
+    RepairOutcome,
     manifest_path,
     read_manifest,
     write_manifest,
@@ -107,15 +108,37 @@ def environment_ref(home: EnvHome, lock_hash: str) -> EnvironmentRef:
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONNOUSERSITE": "1",
     }
-    spec = None
+    spec, unavailable = None, {}
     if is_ready(root):
         manifest = read_manifest(root)
         spec = EnvironmentSpec(
             tuple(manifest.requirements), manifest.exclude_newer, manifest.python_version
         )
+        unavailable = unavailable_modules(manifest)
     return EnvironmentRef(
-        lock_hash, root, root / "bin" / "python", env, assets=home.assets, spec=spec
+        lock_hash,
+        root,
+        root / "bin" / "python",
+        env,
+        assets=home.assets,
+        spec=spec,
+        unavailable=unavailable,
     )
+
+
+_UNAVAILABLE = {
+    RepairOutcome.excluded: "the repository's environment config excludes {dist}",
+    RepairOutcome.unresolvable: "{dist} cannot be resolved in the era on this runner",
+}
+
+
+def unavailable_modules(manifest: Manifest) -> dict[str, str]:
+    """Modules the repairs could not supply, each with the reason, from the manifest."""
+    return {
+        repair.module: _UNAVAILABLE[repair.outcome].format(dist=repair.distribution or "it")
+        for repair in manifest.repairs
+        if repair.outcome in _UNAVAILABLE
+    }
 
 
 def _build(

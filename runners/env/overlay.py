@@ -63,6 +63,7 @@ def overlay_environment(shared: EnvironmentRef, dest: Path) -> EnvironmentRef:
         _overlay_env(shared, dest),
         assets=shared.assets,
         spec=shared.spec,
+        unavailable=shared.unavailable,
     )
 
 
