@@ -20,6 +20,7 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from bot.coverage import CoverageTable
+from task_registry.types import PromiseVerdict
 
 REPORT_MARKER = "<!-- probewatch:report v1 -->"
 GITHUB_BODY_LIMIT = 65_536
@@ -55,7 +56,14 @@ def summary_line(table: CoverageTable) -> str:
     """One line: how many promises the PR's tests miss, and how many probes catch."""
     total, problems = len(table.promises), table.problems
     if not problems:
-        return f"probewatch: the PR's tests check all {total} promise(s) probewatch found."
+        checked = sum(1 for row in table.promises if row.verdict == PromiseVerdict.checked)
+        if checked == total:
+            return f"probewatch: the PR's tests check all {total} promise(s) probewatch found."
+        # Not checked is not yet a gap: no surviving patch shows one, so nothing to act on.
+        return (
+            f"probewatch: the PR's tests check {checked} of {total} promise(s) probewatch "
+            f"found; no surviving patch shows a gap in the other {total - checked}."
+        )
     caught = sum(1 for row in problems if any(s.caught_by for s in row.survivors))
     return (
         f"probewatch: {len(problems)} of {total} promise(s) not checked by this PR's tests; "

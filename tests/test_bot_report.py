@@ -107,7 +107,13 @@ def test_a_checked_promise_with_a_survivor_is_not_a_problem() -> None:
 
 def test_an_unchecked_promise_without_evidence_is_not_a_problem() -> None:
     row = replace(TRAFFIC, survivors=())
-    assert not render_report(table(row), full_url=URL).actionable
+    rendered = render_report(table(FUNCTIONAL, row), full_url=URL)
+    assert not rendered.actionable
+    # ...nor is it called checked.
+    assert rendered.summary == (
+        "probewatch: the PR's tests check 1 of 2 promise(s) probewatch found; "
+        "no surviving patch shows a gap in the other 1."
+    )
 
 
 def test_quoted_text_cannot_mention_anyone_or_inject_html() -> None:
