@@ -90,7 +90,13 @@ class CoverageTable(BaseModel):
 
 
 def is_redundant(probe: ProbeCoverage, original_rejects: Iterable[ControlRef]) -> bool:
-    """True when the probe rejects nothing the PR's original tests do not already reject."""
+    """True when the probe rejects nothing the PR's original tests do not already reject.
+
+    A probe that failed a golden run is not judged so: what it "rejects" says nothing when
+    it fails the correct patch too, and it is out for that reason already.
+    """
+    if probe.golden_runs and probe.golden_passes < probe.golden_runs:
+        return False
     return set(probe.rejects) <= set(original_rejects)
 
 

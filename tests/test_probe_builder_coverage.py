@@ -112,6 +112,14 @@ def test_a_probe_that_rejects_only_what_the_original_tests_reject_is_redundant()
     assert [p.path for p in table.redundant_probes()] == ["probes/test_mean.py"]
     assert not is_redundant(table.probes[0], table.original_rejects)
     assert is_redundant(ProbeCoverage(path="p.py", rejects=[]), [])  # rejects nothing at all
+    # A probe rejected for failing the golden patch is out for that, not redundant...
+    failed = ProbeCoverage(
+        path="p.py", status=ProbeStatus.rejected, golden_passes=2, golden_runs=3, rejects=[]
+    )
+    assert not is_redundant(failed, [])
+    # ...while one that passes it and rejects only what the tests reject is.
+    shallow = failed.model_copy(update={"golden_passes": 3})
+    assert is_redundant(shallow, [])
 
 
 def test_table_round_trips_through_json():
