@@ -60,6 +60,16 @@ def test_a_frozen_environment_is_relinked_and_stays_frozen(tmp_path: Path) -> No
     assert not list(other.parent.glob(".pw-link-*"))
 
 
+def test_a_link_left_by_a_killed_pass_is_removed_by_the_next(tmp_path: Path) -> None:
+    kept = write(tmp_path / "env" / "pkg" / "mod.py", LICENCE)
+    leftover = tmp_path / "env" / "pkg" / ".pw-link-4242-mod.py"
+    os.link(kept, leftover)
+    make_read_only(tmp_path / "env")
+    report = deduplicate_trees([tmp_path / "env"])
+    assert not leftover.exists() and kept.read_text() == LICENCE
+    assert report.files_seen == 1
+
+
 def test_both_names_of_an_inode_move_so_its_bytes_are_freed(tmp_path: Path) -> None:
     """An environment's file shares its inode with the cache: relinking only the
     environment's name would keep the bytes alive under the cache's name."""

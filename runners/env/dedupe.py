@@ -34,6 +34,7 @@ from runners.env.config import EnvHome
 from runners.env.manifest import manifest_path
 
 CHUNK = 1 << 20
+TEMPORARY_PREFIX = ".pw-link-"
 DEFAULT_LOCK_TIMEOUT_S = 3600.0
 
 
@@ -103,6 +104,9 @@ def deduplicate_trees(roots: Iterable[Path], *, new: Path | None = None) -> Dedu
     new_prefix = None if new is None else os.path.join(new, "")
     files_seen = 0
     for path, info in _regular_files(roots):
+        if os.path.basename(path).startswith(TEMPORARY_PREFIX):
+            _remove_leftover(path)  # a pass killed between link and rename left it
+            continue
         files_seen += 1
         if info.st_size == 0:
             continue  # nothing to free
@@ -184,7 +188,7 @@ def _merge(same: list[_Inode]) -> tuple[int, int]:
 def _relink(keeper: _Inode, path: str) -> str:
     """Replace ``path`` by a new link to ``keeper``: "done", "full" (EMLINK) or "skipped"."""
     folder, name = os.path.split(path)
-    temporary = os.path.join(folder, f".pw-link-{os.getpid()}-{name}")
+    temporary = os.path.join(folder, f"{TEMPORARY_PREFIX}{os.getpid()}-{name}")
     for source in keeper.paths:
         try:
             with _writable_folder(Path(folder)):
@@ -201,6 +205,11 @@ def _relink(keeper: _Inode, path: str) -> str:
         keeper.nlink += 1
         return "done"
     return "skipped"
+
+
+def _remove_leftover(path: str) -> None:
+    with contextlib.suppress(OSError), _writable_folder(Path(path).parent):
+        os.unlink(path)
 
 
 @contextlib.contextmanager
