@@ -104,6 +104,10 @@ def test_repair_never_adds_an_excluded_distribution(repaired) -> None:  # type: 
     vllm = [r for r in repaired.repairs if r.module == "vllm"]
     assert vllm and all(r.outcome is RepairOutcome.excluded for r in vllm)
     assert repaired.lock.pin_of("vllm") is None
+    # Runs in this environment know vllm cannot be had: its absence is not a patch's fault.
+    assert repaired.build.ref.unavailable == {
+        "vllm": "the repository's environment config excludes vllm"
+    }
     # The excluded import still fails collection: the run will say so, not the build.
     assert (
         repaired.collection is not None and "No module named 'vllm'" in repaired.collection.output
@@ -128,3 +132,10 @@ def test_an_unknown_distribution_is_recorded_as_unresolvable(
         ("no_such_module_probewatch", RepairOutcome.unresolvable)
     ]
     assert prepared.builds == 0  # the base set was built by another test; nothing new to build
+    # Judged after the last build, the decision is still in that environment's manifest...
+    root = prepared.build.ref.root
+    assert ("no_such_module_probewatch", RepairOutcome.unresolvable) in [
+        (r.module, r.outcome) for r in read_manifest(root).repairs
+    ]
+    assert not root.stat().st_mode & 0o222  # ...which stays read-only
+    assert "no_such_module_probewatch" in prepared.build.ref.unavailable

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import stat
 import subprocess
 import tempfile
 import time
@@ -139,6 +140,35 @@ def unavailable_modules(manifest: Manifest) -> dict[str, str]:
         for repair in manifest.repairs
         if repair.outcome in _UNAVAILABLE
     }
+
+
+def record_repairs(home: EnvHome, lock_hash: str, repairs: Sequence[Repair]) -> Manifest:
+    """Add to the environment's manifest the repair decisions made after it was built.
+
+    The last repair round judges what the final environment still lacks (a GPU-only
+    package excluded, one no resolution admits) without building again; those decisions
+    belong to that environment too. The manifest is replaced atomically; the environment
+    stays read-only.
+    """
+    root = home.env_dir(lock_hash)
+    with FileLock(str(home.locks / f"{lock_hash}.manifest.lock")):
+        manifest = read_manifest(root)
+        known = {(r.module, r.outcome) for r in manifest.repairs}
+        new = [r for r in repairs if (r.module, r.outcome) not in known]
+        if not new:
+            return manifest
+        updated = manifest.model_copy(update={"repairs": [*manifest.repairs, *new]})
+        mode = root.stat().st_mode
+        root.chmod(mode | stat.S_IWUSR)
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=".manifest-", dir=root)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(updated.model_dump_json(indent=2))
+            os.chmod(tmp, 0o444)
+            os.replace(tmp, manifest_path(root))
+        finally:
+            root.chmod(mode)
+        return updated
 
 
 def _build(

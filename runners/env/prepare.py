@@ -17,16 +17,16 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from runners.env.build import BuildResult, ensure_environment
+from runners.env.build import BuildResult, ensure_environment, environment_ref, record_repairs
 from runners.env.config import EnvHome, RepoEnvConfig, RunnerOverrides
 from runners.env.lock import Lock, ResolutionError, resolve
-from runners.env.manifest import Dropped, Provenance, Repair, RepairOutcome
+from runners.env.manifest import Dropped, Provenance, Repair, RepairOutcome, read_manifest
 from runners.env.repair import Collection, collect, judge, missing_modules
 from runners.env.sources import RequirementInputs, read_requirements
 from runners.env.uv import Uv
@@ -67,6 +67,11 @@ def prepare_environment(request: EnvRequest, home: EnvHome, uv: Uv | None = None
     job = _Job(request, home, uv or Uv(home.uv_cache))
     job.build()
     collection = job.repair() if request.tests else None
+    if job.state.repairs:
+        # Decisions of the last round (nothing left to add) were made after the final build.
+        record_repairs(home, job.lock.lock_hash, job.state.repairs)
+        ref = environment_ref(home, job.lock.lock_hash)
+        job.result = replace(job.result, ref=ref, manifest=read_manifest(ref.root))
     return Prepared(
         job.result,
         job.lock,
