@@ -29,8 +29,6 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from packaging.utils import canonicalize_name
-
 from runners.env import (
     EnvError,
     EnvHome,
@@ -41,12 +39,10 @@ from runners.env import (
     prepare_environment,
 )
 from runners.env.config import known_repo_config
-from runners.env.distributions import distribution_for
 from runners.env.store import disk_usage, home_usage, list_environments
 from runners.faults import classify
 
 REPO_NAME = "volcengine/verl"
-EXCLUDED = known_repo_config(REPO_NAME).excluded_names
 CPU_TEST_GLOB = "tests/**/*_on_cpu.py"
 SETUP_COMMAND = "pip install --no-deps -e ."  # verl's, from the watch file
 RUN_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "WANDB_MODE": "offline"}
@@ -198,11 +194,12 @@ def run_case(
     record.run_fault = f"{result.fault.kind}: {result.fault.detail[:300]}" if result.fault else ""
     record.run_note = result.detail[:300]
     sections = _sections(result.log)
+    settled = {r.module: str(r.outcome) for r in prepared.repairs if r.outcome != "added"}
     for test in result.tests:
         record.counts[test.status] = record.counts.get(test.status, 0) + 1
         if test.status in ("failed", "error", "timeout"):
             text = _section_of(sections, test.node_id) + " " + (test.message or "")
-            kind = _fault(text)
+            kind = _fault(text, settled)
             record.faults[kind] = record.faults.get(kind, 0) + 1
             record.failures.append(f"{test.node_id} [{kind}] {_first_error(text)}")
 
@@ -236,10 +233,12 @@ def _first_error(text: str) -> str:
     return line.removeprefix("E   ").strip()[:200]
 
 
-def _fault(message: str) -> str:
+def _fault(message: str, settled: dict[str, str]) -> str:
+    """A failed test's cause: a module the repairs could not add (excluded, unresolvable),
+    a system fault from the runners' table, else one of the causes above."""
     missing = re.search(r"No module named '([\w]+)", message)
-    if missing and canonicalize_name(distribution_for(missing.group(1))) in EXCLUDED:
-        return "gpu_only_package_excluded"
+    if missing and missing.group(1) in settled:
+        return f"{settled[missing.group(1)]}_module"
     fault = classify(message, None)
     if fault is not None:
         return str(fault.kind)
