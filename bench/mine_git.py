@@ -31,6 +31,7 @@ from pr_miner.config import MiningConfig
 from pr_miner.git_source import GitSource
 from pr_miner.judge import judge
 from pr_miner.mining import mine
+from pr_miner.report import MiningReport
 from pr_miner.reverts import RevertIndex
 from pr_miner.source import ScanRequest
 from task_registry.db import make_engine, upgrade
@@ -134,7 +135,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         registry = Registry(Path(folder))
 
-        def run() -> object:
+        def run() -> MiningReport:
             return mine(
                 engine=registry.engine,
                 repo=args.repo,

@@ -48,10 +48,14 @@ def free_port() -> int:
 
 
 def _context(database_url: str, home: str):  # type: ignore[no-untyped-def]
+    from pydantic import SecretStr
+
     from bot.context import AppContext
     from bot.settings import Settings
 
-    settings = Settings(home=Path(home), database_url=database_url, webhook_secret=SECRET)
+    settings = Settings(
+        home=Path(home), database_url=database_url, webhook_secret=SecretStr(SECRET)
+    )
     return AppContext(settings), settings.model_copy(
         update={"worker_poll_s": 0.05, "worker_lease_s": 30}
     )
