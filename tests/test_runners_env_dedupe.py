@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import stat
 import sys
 from pathlib import Path
 
-from runners.env import EnvHome, ensure_environment, resolve
+import pytest
+
+from runners.env import EnvHome, dedupe, ensure_environment, resolve
 from runners.env.dedupe import deduplicate, deduplicate_trees
 from runners.env.fs import make_read_only
 from runners.env.store import disk_usage
@@ -146,3 +149,32 @@ def test_the_home_pass_is_the_same_when_nothing_changed(tmp_path: Path, uv: Uv) 
     ensure_environment(lock, home, uv)
     again = deduplicate(home, uv_cache=uv.cache)
     assert again.paths_relinked == 0 and again.bytes_freed == 0
+
+
+def test_a_keeper_at_the_link_limit_hands_over_to_the_next_inode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ext4 allows 65,000 names per inode; past that, the next inode keeps the rest."""
+    a = write(tmp_path / "x" / "a", LICENCE)
+    for extra in ("a2", "a3"):
+        os.link(a, tmp_path / "x" / extra)
+    b = write(tmp_path / "y" / "b", LICENCE)
+    b2 = tmp_path / "y" / "b2"
+    os.link(b, b2)
+    c = write(tmp_path / "z" / "c", LICENCE)
+    full, room = inode(a), [1]  # the keeper takes one more name, then it is full
+    real_link = os.link
+
+    def link(source: str, target: str) -> None:
+        if os.stat(source).st_ino == full:
+            if not room[0]:
+                raise OSError(errno.EMLINK, "Too many links")
+            room[0] -= 1
+        real_link(source, target)
+
+    monkeypatch.setattr(dedupe.os, "link", link)
+    dedupe.deduplicate_trees([tmp_path])
+    assert inode(b) == inode(a)  # moved before the limit
+    assert inode(c) == inode(b2) != inode(a)  # the rest share b2's inode, the new keeper
+    assert all(p.read_text() == LICENCE for p in (a, b, b2, c))
+    assert not list(tmp_path.rglob(".pw-link-*"))

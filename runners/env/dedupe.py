@@ -173,9 +173,10 @@ def _merge(same: list[_Inode]) -> tuple[int, int]:
     relinked = freed = 0
     for inode in ordered[1:]:
         moved = 0
-        for path in inode.paths:
+        for index, path in enumerate(inode.paths):
             outcome = _relink(keeper, path)
             if outcome == "full":  # the keeper is at the link limit: this inode keeps the rest
+                inode.paths = inode.paths[index:]  # the names before now point at the old keeper
                 keeper = inode
                 break
             moved += outcome == "done"
