@@ -60,6 +60,11 @@ class WatchedRepo(_Strict):
     size_threshold: int = Field(default=DEFAULT_SIZE_THRESHOLD, ge=1)
     exclude_globs: list[str] = Field(default_factory=list, description="Not counted as changed.")
     core_paths: list[str] = Field(default_factory=list)
+    reject_formatting_only: bool = Field(
+        default=False,
+        description="Reject PRs whose code changes keep the programs (formatter passes); "
+        "reads module contents from the local clone.",
+    )
     runner_labels: list[str] = Field(default_factory=lambda: ["self-hosted", "linux"])
     dry_run: bool = Field(default=True, description="Never post to the repo unless false.")
     poll_interval_minutes: int = Field(default=60, ge=1)
@@ -168,6 +173,7 @@ def mining_config(watched: WatchedRepo | None) -> MiningConfig:
         exclude_globs=tuple(watched.exclude_globs),
         test_globs=tuple(watched.tests.globs),
         core_paths=tuple(watched.core_paths),
+        reject_formatting_only=watched.reject_formatting_only,
         auto_accept_min_core_share=auto,
     )
 

@@ -60,6 +60,13 @@ class MiningConfig(BaseModel):
     )
     docs_ci_globs: tuple[str, ...] = DEFAULT_DOCS_CI_GLOBS
     reject_docs_ci_only: bool = True
+    # A PR whose changed code lines are mostly in Python modules whose syntax tree did
+    # not change (a formatter or linter pass) is rejected as formatting only. Off by
+    # default: it reads module contents (git sources only), which scanning does not.
+    reject_formatting_only: bool = False
+    formatting_only_share: float = Field(default=0.9, gt=0.0, le=1.0)
+    # Formatting passes are repository-wide; PRs changing fewer modules are not read.
+    formatting_min_modules: int = Field(default=20, ge=1)
     max_files: int | None = Field(default=None, ge=1)
     require_paths: tuple[str, ...] = Field(
         default=(), description="If set, a PR must touch at least one matching file."

@@ -8,13 +8,14 @@ only, max files, required paths) switch themselves off when not configured.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pr_miner.config import MiningConfig
+from pr_miner.layout import UnchangedPrograms, layout_share
 from pr_miner.measure import Measure
 from pr_miner.reverts import RevertIndex
-from pr_miner.types import PASSED, FilterName, MergedPR, Verdict
+from pr_miner.types import PASSED, FileChange, FilterName, MergedPR, Verdict
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +24,9 @@ class FilterInput:
     measure: Measure
     config: MiningConfig
     reverts: RevertIndex
+    files: Sequence[FileChange] = ()
+    # Reads module contents at both commits; None where the source cannot (no check then).
+    unchanged_programs: UnchangedPrograms | None = None
 
 
 Check = Callable[[FilterInput], "str | None"]
@@ -88,6 +92,19 @@ def _paths(facts: FilterInput) -> str | None:
     return f"touches none of {', '.join(facts.config.require_paths)}"
 
 
+def _formatting_only(facts: FilterInput) -> str | None:
+    if facts.unchanged_programs is None:
+        return None
+    threshold = facts.config.formatting_only_share
+    found = layout_share(facts.files, facts.config, facts.unchanged_programs, threshold)
+    if not found.code_lines or found.share < threshold:
+        return None
+    return (
+        f"formatting only: {found.share:.0%} of its {found.code_lines:,} changed code lines are "
+        f"in {found.layout_files} module(s) whose syntax tree did not change"
+    )
+
+
 FILTERS: tuple[Filter, ...] = (
     Filter(FilterName.size, lambda c: f"≥ {c.size_threshold:,} changed lines", _size),
     Filter(FilterName.adds_tests, lambda _c: "adds tests", _adds_tests),
@@ -110,6 +127,13 @@ FILTERS: tuple[Filter, ...] = (
         lambda _c: "touches required paths",
         _paths,
         lambda c: bool(c.require_paths),
+    ),
+    # Last: it reads module contents, so it runs only for PRs every other filter kept.
+    Filter(
+        FilterName.formatting_only,
+        lambda _c: "not formatting only",
+        _formatting_only,
+        lambda c: c.reject_formatting_only,
     ),
 )
 

@@ -14,13 +14,14 @@ cursor no longer on the branch) raises before anything is returned.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from pr_miner.errors import CursorLost, EmptyRange, NotAGitRepository, ShallowHistory, UnknownBranch
-from pr_miner.gitlog import RawCommit, log_commits, run_git
+from pr_miner.gitlog import RawCommit, log_commits, read_blobs, run_git
+from pr_miner.layout import same_program
 from pr_miner.source import QuotaState, Scan, ScanRequest
 from pr_miner.styles import Recognised, recognise, split_message
 from pr_miner.types import FileChange, HistoryEntry, MergedPR
@@ -71,6 +72,23 @@ class GitSource:
 
     def files(self, pr: MergedPR) -> tuple[FileChange, ...]:
         return self._files.get(pr.merge_sha or "", ())
+
+    def unchanged_programs(self, pr: MergedPR, paths: Sequence[str]) -> Iterator[tuple[str, bool]]:
+        """For each of ``paths``: whether its module is the same program at base and merge.
+
+        One ``git cat-file --batch`` reads every version up front (cheap); parsing, the
+        costly part, happens as the caller asks. A path missing on either side (added,
+        deleted) or not parsing is not unchanged.
+        """
+        if not pr.base_sha or not pr.merge_sha:
+            yield from ((path, False) for path in paths)
+            return
+        names = [f"{sha}:{path}" for path in paths for sha in (pr.base_sha, pr.merge_sha)]
+        blobs = read_blobs(self.path, names)
+        for path in paths:
+            before = blobs.get(f"{pr.base_sha}:{path}")
+            after = blobs.get(f"{pr.merge_sha}:{path}")
+            yield path, before is not None and after is not None and same_program(before, after)
 
     # --- scan ------------------------------------------------------------------------
 

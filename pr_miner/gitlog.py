@@ -151,3 +151,31 @@ def _file_change(added: bytes, deleted: bytes, path: bytes, old_path: bytes | No
         binary=binary,
         old_path=old_path.decode("utf-8", "replace") if old_path is not None else None,
     )
+
+
+def read_blobs(repo: Path, names: Sequence[str]) -> dict[str, str]:
+    """``{"<rev>:<path>": text}`` for each name that exists, through one ``git cat-file --batch``.
+
+    Missing names are left out; contents that are not UTF-8 are decoded with replacement.
+    """
+    request = "".join(f"{name}\n" for name in names).encode()
+    done = subprocess.run(
+        ["git", "-C", str(repo), *GIT_CONFIG, "cat-file", "--batch"],
+        input=request,
+        capture_output=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise GitFailed(f"git cat-file --batch failed in {repo}: {done.stderr.decode().strip()}")
+    found: dict[str, str] = {}
+    out, offset = done.stdout, 0
+    for name in names:
+        end = out.index(b"\n", offset)
+        header = out[offset:end].split()
+        offset = end + 1
+        if len(header) != 3 or header[1] != b"blob":
+            continue  # "<name> missing", or not a file
+        size = int(header[2])
+        found[name] = out[offset : offset + size].decode("utf-8", errors="replace")
+        offset += size + 1  # the contents end with a newline of their own
+    return found

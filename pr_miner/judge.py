@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from pr_miner.config import MiningConfig
 from pr_miner.filters import FilterInput, evaluate
+from pr_miner.layout import UnchangedPrograms
 from pr_miner.measure import Measure, measure
 from pr_miner.ranking import promise_hints, rank_score
 from pr_miner.reverts import RevertIndex
@@ -28,10 +29,16 @@ class Judged:
 
 
 def judge(
-    pr: MergedPR, files: Sequence[FileChange], config: MiningConfig, reverts: RevertIndex
+    pr: MergedPR,
+    files: Sequence[FileChange],
+    config: MiningConfig,
+    reverts: RevertIndex,
+    unchanged_programs: UnchangedPrograms | None = None,
 ) -> Judged:
+    """``unchanged_programs``: the source's reader of module contents (formatting-only check)."""
     counts = measure(files, config)
-    verdict = evaluate(FilterInput(pr, counts, config, reverts))
+    facts = FilterInput(pr, counts, config, reverts, files, unchanged_programs)
+    verdict = evaluate(facts)
     # Only survivors are ranked: curators never see rejects in rank order.
     hints = promise_hints(f"{pr.title}\n{pr.body}") if verdict.passed else ()
     return Judged(

@@ -15,12 +15,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from datetime import datetime
+from functools import partial
 
 from sqlalchemy.engine import Engine
 
 from pr_miner.config import MiningConfig
 from pr_miner.errors import SourceError
 from pr_miner.judge import Judged, judge
+from pr_miner.layout import ProgramSource, UnchangedPrograms
 from pr_miner.records import (
     files_from_row,
     history_entry_from_row,
@@ -84,7 +86,7 @@ def mine(
         on_batch=on_batch,
     )
     judged = _judge_window(scan, source, config, reverts, writer)
-    _rejudge_stored(scan, registry, config, reverts, writer)
+    _rejudge_stored(scan, registry, config, reverts, writer, source)
     writer.finish(scan.final_cursor)
     return _report(repo, source, request, scan, config, judged, writer)
 
@@ -132,13 +134,20 @@ def _judge_window(
         for pr in _latest_per_ref(scan.prs):
             row = writer.stored.get(pr.ref)
             pr = keep_better_description(pr, row)
-            item = judge(pr, _files(pr, row, source), config, reverts)
+            item = judge(pr, _files(pr, row, source), config, reverts, _programs(source, pr))
             writer.add(item, cursor=pr.cursor)
             judged.append(item)
     except SourceError:
         writer.flush()
         raise
     return judged
+
+
+def _programs(source: PRSource, pr: MergedPR) -> UnchangedPrograms | None:
+    """The source's reader of module contents for ``pr`` (formatting-only check), if it has one."""
+    if isinstance(source, ProgramSource):
+        return partial(source.unchanged_programs, pr)
+    return None
 
 
 def _files(pr: MergedPR, row: CandidatePR | None, source: PRSource) -> tuple[FileChange, ...]:
@@ -154,6 +163,7 @@ def _rejudge_stored(
     config: MiningConfig,
     reverts: RevertIndex,
     writer: CandidateWriter,
+    source: PRSource,
 ) -> None:
     """Judge again stored PRs outside the window that the new history may have changed."""
     in_window = {pr.ref for pr in scan.prs}
@@ -164,7 +174,7 @@ def _rejudge_stored(
         pr = pr_from_row(row)
         follow_ups = [item.as_record() for item in reverts.follow_ups(pr)]
         if row.merge_sha in seen_shas or follow_ups != row.follow_ups:
-            writer.add(judge(pr, files_from_row(row), config, reverts))
+            writer.add(judge(pr, files_from_row(row), config, reverts, _programs(source, pr)))
 
 
 def _report(

@@ -26,6 +26,7 @@ class FilterName(StrEnum):
     docs_ci_only = "docs_ci_only"
     max_files = "max_files"
     paths = "paths"
+    formatting_only = "formatting_only"
 
 
 class PRStyle(StrEnum):
