@@ -329,11 +329,11 @@ def test_the_runners_pins_come_from_flags_else_from_its_service_variables() -> N
     parse = remote._parser().parse_args
     environ = {
         remote.OVERRIDES_ENV: "torch==2.5.1+cu124  torchvision==0.20.1+cu124",
-        remote.FIND_LINKS_ENV: "/opt/wheels:/srv/wheels",
+        remote.FIND_LINKS_ENV: "/srv/probewatch/wheels:/data/wheels",
     }
     from_env = remote.runner_environment(parse(["--request", "{}", "--out", "o"]), environ)
     assert from_env.overrides == ("torch==2.5.1+cu124", "torchvision==0.20.1+cu124")
-    assert from_env.find_links == (Path("/opt/wheels"), Path("/srv/wheels"))
+    assert from_env.find_links == (Path("/srv/probewatch/wheels"), Path("/data/wheels"))
     flags = parse(["--request", "{}", "--out", "o", "--override", "torch==2.6.0+cu126"])
     assert remote.runner_environment(flags, environ).overrides == ("torch==2.6.0+cu126",)
     assert remote.runner_environment(flags, {}).find_links == ()
