@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import stat
 import subprocess
 import tempfile
 import time
@@ -27,7 +26,7 @@ from runners.env.assets import asset_env, ensure_asset_folders
 from runners.env.config import EnvHome
 from runners.env.dedupe import deduplicate
 from runners.env.errors import EnvError
-from runners.env.fs import make_read_only, remove_tree
+from runners.env.fs import make_read_only, remove_tree, writable_folder
 from runners.env.lock import Lock
 from runners.env.manifest import (
     Manifest,
@@ -90,16 +89,22 @@ def ensure_environment(
     if built and dedupe:
         deduplicate(home, uv_cache=uv.cache, new=target, lock_timeout_s=lock_timeout_s)
     home.used_marker(lock.lock_hash).touch()
-    ref = environment_ref(home, lock.lock_hash)
-    return BuildResult(ref, read_manifest(target), built, time.monotonic() - started)
+    manifest = read_manifest(target)
+    ref = environment_ref(home, lock.lock_hash, manifest)
+    return BuildResult(ref, manifest, built, time.monotonic() - started)
 
 
 def is_ready(env_root: Path) -> bool:
     return manifest_path(env_root).is_file()
 
 
-def environment_ref(home: EnvHome, lock_hash: str) -> EnvironmentRef:
-    """The reference runs use: the interpreter, and the variables every run gets."""
+def environment_ref(
+    home: EnvHome, lock_hash: str, manifest: Manifest | None = None
+) -> EnvironmentRef:
+    """The reference runs use: the interpreter, and the variables every run gets.
+
+    ``manifest``: the environment's, when the caller has just read it (else it is read here).
+    """
     root = home.env_dir(lock_hash)
     env = {
         **asset_env(home.assets),
@@ -109,9 +114,10 @@ def environment_ref(home: EnvHome, lock_hash: str) -> EnvironmentRef:
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONNOUSERSITE": "1",
     }
-    spec, unavailable = None, {}
-    if is_ready(root):
+    if manifest is None and is_ready(root):
         manifest = read_manifest(root)
+    spec, unavailable = None, {}
+    if manifest is not None:
         spec = EnvironmentSpec(
             tuple(manifest.requirements), manifest.exclude_newer, manifest.python_version
         )
@@ -158,16 +164,8 @@ def record_repairs(home: EnvHome, lock_hash: str, repairs: Sequence[Repair]) -> 
         if not new:
             return manifest
         updated = manifest.model_copy(update={"repairs": [*manifest.repairs, *new]})
-        mode = root.stat().st_mode
-        root.chmod(mode | stat.S_IWUSR)
-        try:
-            fd, tmp = tempfile.mkstemp(prefix=".manifest-", dir=root)
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(updated.model_dump_json(indent=2))
-            os.chmod(tmp, 0o444)
-            os.replace(tmp, manifest_path(root))
-        finally:
-            root.chmod(mode)
+        with writable_folder(root):
+            write_manifest(root, updated, mode=0o444)
         return updated
 
 

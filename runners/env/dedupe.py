@@ -22,7 +22,6 @@ import contextlib
 import errno
 import hashlib
 import os
-import stat
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from pathlib import Path
 from filelock import FileLock
 
 from runners.env.config import EnvHome
+from runners.env.fs import writable_folder
 from runners.env.manifest import manifest_path
 
 CHUNK = 1 << 20
@@ -192,7 +192,7 @@ def _relink(keeper: _Inode, path: str) -> str:
     temporary = os.path.join(folder, f"{TEMPORARY_PREFIX}{os.getpid()}-{name}")
     for source in keeper.paths:
         try:
-            with _writable_folder(Path(folder)):
+            with writable_folder(Path(folder)):
                 os.link(source, temporary)
                 os.replace(temporary, path)
         except FileNotFoundError:
@@ -209,20 +209,5 @@ def _relink(keeper: _Inode, path: str) -> str:
 
 
 def _remove_leftover(path: str) -> None:
-    with contextlib.suppress(OSError), _writable_folder(Path(path).parent):
+    with contextlib.suppress(OSError), writable_folder(Path(path).parent):
         os.unlink(path)
-
-
-@contextlib.contextmanager
-def _writable_folder(folder: Path) -> Iterator[None]:
-    """Environments are frozen read-only; open a folder for the rename, then close it again."""
-    mode = folder.stat().st_mode
-    if mode & stat.S_IWUSR:
-        yield
-        return
-    folder.chmod(mode | stat.S_IWUSR)
-    try:
-        yield
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            folder.chmod(mode)

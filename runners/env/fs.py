@@ -8,9 +8,11 @@ directories made writable again; the files' own modes do not matter to unlink.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 WRITE_BITS = stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH
@@ -45,3 +47,18 @@ def remove_tree(root: Path) -> None:
 def _owner_write(path: Path) -> None:
     if not path.is_symlink():
         path.chmod(path.stat().st_mode | stat.S_IWUSR)
+
+
+@contextlib.contextmanager
+def writable_folder(folder: Path) -> Iterator[None]:
+    """Open a frozen folder for a rename or a new name in it, then close it again."""
+    mode = folder.stat().st_mode
+    if mode & stat.S_IWUSR:
+        yield
+        return
+    folder.chmod(mode | stat.S_IWUSR)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            folder.chmod(mode)

@@ -1,12 +1,16 @@
 """The manifest kept inside every environment: what it was resolved from and how it was repaired.
 
-Written once, before the environment is renamed into place, so a visible
-environment always has one. It is what ``probewatch envs list`` shows and what
-a curator reads to see why a package is there.
+Written before the environment is renamed into place, so a visible
+environment always has one, and replaced atomically when the last repair
+round adds decisions. It is what ``probewatch envs list`` shows and what a
+curator reads to see why a package is there.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import tempfile
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
@@ -70,5 +74,15 @@ def read_manifest(env_root: Path) -> Manifest:
     return Manifest.model_validate_json(manifest_path(env_root).read_text(encoding="utf-8"))
 
 
-def write_manifest(env_root: Path, manifest: Manifest) -> None:
-    manifest_path(env_root).write_text(manifest.model_dump_json(indent=2), encoding="utf-8")
+def write_manifest(env_root: Path, manifest: Manifest, *, mode: int = 0o644) -> None:
+    """Replace the manifest atomically: a reader sees the old one or the new one, whole."""
+    fd, tmp = tempfile.mkstemp(prefix=".manifest-", dir=env_root)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(manifest.model_dump_json(indent=2))
+        os.chmod(tmp, mode)
+        os.replace(tmp, manifest_path(env_root))
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise

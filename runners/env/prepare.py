@@ -26,7 +26,7 @@ from packaging.utils import canonicalize_name
 from runners.env.build import BuildResult, ensure_environment, environment_ref, record_repairs
 from runners.env.config import EnvHome, RepoEnvConfig, RunnerOverrides
 from runners.env.lock import Lock, ResolutionError, resolve
-from runners.env.manifest import Dropped, Provenance, Repair, RepairOutcome, read_manifest
+from runners.env.manifest import Dropped, Provenance, Repair, RepairOutcome
 from runners.env.repair import Collection, collect, judge, missing_modules
 from runners.env.sources import RequirementInputs, read_requirements
 from runners.env.uv import Uv
@@ -69,9 +69,9 @@ def prepare_environment(request: EnvRequest, home: EnvHome, uv: Uv | None = None
     collection = job.repair() if request.tests else None
     if job.state.repairs:
         # Decisions of the last round (nothing left to add) were made after the final build.
-        record_repairs(home, job.lock.lock_hash, job.state.repairs)
-        ref = environment_ref(home, job.lock.lock_hash)
-        job.result = replace(job.result, ref=ref, manifest=read_manifest(ref.root))
+        manifest = record_repairs(home, job.lock.lock_hash, job.state.repairs)
+        ref = environment_ref(home, job.lock.lock_hash, manifest)
+        job.result = replace(job.result, ref=ref, manifest=manifest)
     return Prepared(
         job.result,
         job.lock,
