@@ -170,6 +170,16 @@ def build_from_spec(spec: EnvironmentSpec, runner_env: RunnerEnvironment) -> Env
         ) from exc
 
 
+def _minor_of(python: Path) -> str:
+    """``3.11`` for a working interpreter, "" for one that does not run."""
+    from runners.env.lock import interpreter
+
+    try:
+        return ".".join(interpreter(python).version.split(".")[:2])
+    except (OSError, subprocess.CalledProcessError, ValueError):
+        return ""
+
+
 def python_for(version: str) -> Path:
     """An interpreter of ``version``'s major.minor on this runner (this one's when it fits)."""
     wanted = ".".join(version.split(".")[:2])
@@ -177,23 +187,12 @@ def python_for(version: str) -> Path:
     if not wanted or wanted == mine:
         return Path(sys.executable)
     found = shutil.which(f"python{wanted}")
-    if found is None or _version_of(found) != wanted:  # a shim (pyenv) may name what is absent
+    if found is None or _minor_of(Path(found)) != wanted:  # a shim (pyenv) may name what is absent
         raise RemoteError(
             FaultKind.environment_build,
             f"the environment needs Python {wanted}; this runner has {mine} and no python{wanted}",
         )
     return Path(found)
-
-
-def _version_of(python: str) -> str:
-    code = "import sys; print('%d.%d' % sys.version_info[:2])"
-    try:
-        done = subprocess.run(
-            [python, "-c", code], capture_output=True, text=True, timeout=30, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    return done.stdout.strip() if done.returncode == 0 else ""
 
 
 def local_runner(work: Path | None = None) -> Runner:
