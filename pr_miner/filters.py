@@ -96,7 +96,13 @@ def _formatting_only(facts: FilterInput) -> str | None:
     if facts.unchanged_programs is None:
         return None
     threshold = facts.config.formatting_only_share
-    found = layout_share(facts.files, facts.config, facts.unchanged_programs, threshold)
+    found = layout_share(
+        facts.files,
+        facts.config,
+        facts.unchanged_programs,
+        facts.measure.code_lines,
+        threshold,
+    )
     if not found.code_lines or found.share < threshold:
         return None
     return (

@@ -175,22 +175,16 @@ def layout_share(
     files: Sequence[FileChange],
     config: MiningConfig,
     unchanged: UnchangedPrograms,
+    code_lines: int,
     threshold: float = 1.0,
 ) -> LayoutShare:
-    """How much of a PR's code change leaves the programs as they were.
+    """How much of a PR's ``code_lines`` (its measured non-test code change) leaves the
+    programs as they were.
 
     Modules are read largest change first, and reading stops once the share can no longer
     reach ``threshold``: a real change usually shows in its first or second module, so
     only formatting passes are read whole.
     """
-    code_lines = sum(
-        c.lines
-        for c in files
-        if not c.binary
-        and (kind := config.classify(c.path)).code
-        and not kind.test
-        and not kind.excluded
-    )
     candidates = sorted(python_code_changes(files, config), key=lambda c: -c.lines)
     if len(candidates) < config.formatting_min_modules:
         return LayoutShare(code_lines, 0, 0)
