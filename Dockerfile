@@ -10,6 +10,7 @@ RUN apt-get update \
 
 WORKDIR /opt/probewatch
 COPY pyproject.toml README.md ./
+COPY probewatch ./probewatch
 COPY bot ./bot
 COPY pr_miner ./pr_miner
 COPY probe_builder ./probe_builder

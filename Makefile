@@ -25,6 +25,6 @@ test: setup
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy bot pr_miner probe_builder runners task_registry gh_actions bench \
+	$(VENV)/bin/mypy probewatch bot pr_miner probe_builder runners task_registry gh_actions bench \
 		--exclude 'task_registry/migrations'
 

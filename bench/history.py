@@ -15,8 +15,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pr_miner.paths import PathMatcher
 from probe_builder.gitio import run_git
+from probewatch.paths import PathMatcher
 
 VERL_TEST_GLOBS = ("tests/**", "**/test_*.py", "**/*_test.py")
 

@@ -23,10 +23,10 @@ from bench.history import (
     reset_worktree,
     scratch_worktree,
 )
+from probe_builder.adversarial.hollow import HollowError, build_hollow_patch
 from probe_builder.gitio import GitError, GitTree, diff_commits, run_git
-from probe_builder.hollow import HollowError, build_hollow_patch
-from probe_builder.pysource import SourceError
-from probe_builder.split import split_patch
+from probe_builder.material.pysource import SourceError
+from probe_builder.material.split import split_patch
 
 
 @dataclass(frozen=True)

@@ -29,12 +29,12 @@ from functools import partial
 from pathlib import Path
 
 from pr_miner.config import MiningConfig
-from pr_miner.git_source import GitSource
-from pr_miner.judge import judge
 from pr_miner.mining import mine
 from pr_miner.report import MiningReport
-from pr_miner.reverts import RevertIndex
-from pr_miner.source import ScanRequest
+from pr_miner.selection.judge import judge
+from pr_miner.selection.reverts import RevertIndex
+from pr_miner.sources.base import ScanRequest
+from pr_miner.sources.git_source import GitSource
 from task_registry.db import make_engine, upgrade
 
 GOAL = 1.5

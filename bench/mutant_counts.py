@@ -16,9 +16,9 @@ from collections import Counter
 from pathlib import Path
 
 from bench.history import VERL_TEST_GLOBS, qualifying_prs, reset_worktree, scratch_worktree
+from probe_builder.adversarial.mutants import Mutant, generate_mutants
 from probe_builder.gitio import GitError, GitTree, diff_commits, run_git
-from probe_builder.mutants import Mutant, generate_mutants
-from probe_builder.split import split_patch
+from probe_builder.material.split import split_patch
 
 
 def _unappliable(tree: Path, base: str, mutants: tuple[Mutant, ...]) -> list[str]:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import yaml
 
-from probe_builder.promises import ExtractedPromise, content_words, extract_promises
+from probe_builder.promises.extract import ExtractedPromise, content_words, extract_promises
 from task_registry.types import PromiseCategory
 
 DEFAULT_DIR = Path(__file__).resolve().parent.parent / "tests" / "data" / "promises"

@@ -40,7 +40,7 @@ from runners.env import (
 )
 from runners.env.config import known_repo_config
 from runners.env.store import disk_usage, home_usage, list_environments
-from runners.faults import classify
+from runners.testrun.faults import classify
 
 REPO_NAME = "volcengine/verl"
 CPU_TEST_GLOB = "tests/**/*_on_cpu.py"
@@ -48,7 +48,7 @@ SETUP_COMMAND = "pip install --no-deps -e ."  # verl's, from the watch file
 RUN_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "WANDB_MODE": "offline"}
 RUN_TIMEOUT_S = 900.0
 MIN_FREE_BYTES = 12 * 2**30
-# Why a CPU test failed, after the system-fault table (runners.faults) had its say:
+# Why a CPU test failed, after the system-fault table (runners.testrun.faults) had its say:
 # causes that are the environment's or the test's, named for the report. First match wins.
 FAILURE_CAUSES: tuple[tuple[re.Pattern[str], str], ...] = (
     (
@@ -167,7 +167,7 @@ def run_case(
     The run gets a writable overlay of the shared environment (made here, removed
     after), so the setup command installs into the overlay, never the shared one.
     """
-    from runners.local import LocalBackend
+    from runners.backends.local import LocalBackend
     from runners.types import RunRequest
     from runners.workspace import WorkspaceMode
 

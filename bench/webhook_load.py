@@ -65,7 +65,7 @@ def serve_web(database_url: str, home: str, port: int) -> None:
     """The web process, as `probewatch serve --no-worker --no-scheduler` runs it."""
     import uvicorn
 
-    from bot.app import create_app
+    from bot.service.app import create_app
 
     context, service = _context(database_url, home)
     uvicorn.run(create_app(context, service), host="127.0.0.1", port=port, log_level="warning")
@@ -73,14 +73,14 @@ def serve_web(database_url: str, home: str, port: int) -> None:
 
 def serve_worker(database_url: str, home: str) -> None:
     """A worker-only process whose mine_pr handler just records that it ran."""
-    from bot.worker import Worker
+    from bot.service.jobs.worker import Worker
 
     context, service = _context(database_url, home)
     Worker(context, service, handlers={"mine_pr": lambda ctx, payload: {"ran": True}}).run_forever()
 
 
 def make_deliveries(count: int, seed: int = 7) -> list[Delivery]:
-    from bot.webhook import signature_for
+    from bot.service.webhook import signature_for
 
     valid = []
     for number in range(1, count + 1):

@@ -9,7 +9,7 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
     from bot.settings import Settings
-    from probe_builder.authors import Author, AuthorExchange
+    from probe_builder.authors.base import Author, AuthorExchange
 
 
 class RegistryRecorder:
@@ -33,8 +33,8 @@ def configured_author(settings: Settings, engine: Engine) -> Author | None:
     """None for the mechanical default; the OpenAI-compatible author when configured."""
     if settings.author == "mechanical":
         return None
-    from probe_builder.authors import create_author
-    from probe_builder.authors_openai import OpenAIAuthorConfig
+    from probe_builder.authors.base import create_author
+    from probe_builder.authors.openai_compat import OpenAIAuthorConfig
 
     assert settings.openai_base_url and settings.openai_model  # checked by Settings
     config = OpenAIAuthorConfig(

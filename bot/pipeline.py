@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 
 from sqlmodel import Session
 
-from bot.coverage import CoverageTable, coverage_from_registry
-from bot.report import RenderedReport, full_report_url, render_report
+from bot.report.coverage import CoverageTable, coverage_from_registry
+from bot.report.render import RenderedReport, full_report_url, render_report
 from bot.watchfile import WatchedRepo, mining_config
 from task_registry.candidates import decide_candidate, find_candidate, upsert_candidate
 from task_registry.models import RepoCreate
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
     from pr_miner.config import MiningConfig
-    from pr_miner.judge import Judged
+    from pr_miner.selection.judge import Judged
     from pr_miner.types import FileChange, MergedPR
     from probe_builder.pipeline import RepoSettings
     from task_registry.models import CandidatePR
@@ -66,9 +66,9 @@ def mine_one_pr(
 
     Adapter until ``pr_miner`` exposes mining a single PR through its GitHub source.
     """
-    from pr_miner.judge import judge
     from pr_miner.records import to_create
-    from pr_miner.reverts import RevertIndex
+    from pr_miner.selection.judge import judge
+    from pr_miner.selection.reverts import RevertIndex
 
     pull = repo.get_pull(number)
     if not pull.merged:
@@ -90,7 +90,7 @@ def _auto_accept(
     session: Session, candidate: CandidatePR, judged: Judged, config: MiningConfig
 ) -> None:
     """The watch file's auto_accept rule, as mining applies it: undecided survivors only."""
-    from pr_miner.ranking import AUTO_ACCEPTED_BY, auto_accept_reason
+    from pr_miner.selection.ranking import AUTO_ACCEPTED_BY, auto_accept_reason
 
     undecided = candidate.decision == Decision.pending and candidate.decided_at is None
     reason = auto_accept_reason(config, judged.core_share) if judged.verdict.passed else None
@@ -146,8 +146,8 @@ def poll_merged(*, engine: Engine, client: Github, watched: WatchedRepo) -> list
     cursor (a conditional re-poll of an unchanged repo costs no quota) and stores every
     merged PR with its verdict, so a poll and ``probewatch mine --github`` never disagree.
     """
-    from pr_miner.github_source import GitHubSource
     from pr_miner.mining import mine
+    from pr_miner.sources.github_source import GitHubSource
 
     source = GitHubSource(client, watched.name, watched.default_branch)
     report = mine(
@@ -191,7 +191,7 @@ def ensure_task(*, engine: Engine, watched: WatchedRepo, number: int, home: Path
     adversarial patches against the PR's own tests, and the survivors are the report's evidence.
     """
     from probe_builder.pipeline import build_task, validate_task
-    from runners.local import LocalBackend
+    from runners.backends.local import LocalBackend
     from task_registry.db import session_scope
 
     instance = instance_id_for(watched.name, number)

@@ -14,7 +14,7 @@ from functools import cached_property
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from pr_miner.paths import GlobError, PathMatcher, normalise
+from probewatch.paths import GlobError, PathMatcher, normalise
 
 DEFAULT_SIZE_THRESHOLD = 1000
 # Test file = under a tests/ or test/ folder at any depth, or test_*.py / *_test.py.

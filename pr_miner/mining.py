@@ -21,8 +21,6 @@ from sqlalchemy.engine import Engine
 
 from pr_miner.config import MiningConfig
 from pr_miner.errors import SourceError
-from pr_miner.judge import Judged, judge
-from pr_miner.layout import ProgramSource, UnchangedPrograms
 from pr_miner.records import (
     files_from_row,
     history_entry_from_row,
@@ -31,8 +29,10 @@ from pr_miner.records import (
     row_ref,
 )
 from pr_miner.report import MiningReport, QuotaReport, funnel, summarise
-from pr_miner.reverts import RevertIndex
-from pr_miner.source import PRSource, Scan, ScanRequest
+from pr_miner.selection.judge import Judged, judge
+from pr_miner.selection.layout import ProgramSource, UnchangedPrograms
+from pr_miner.selection.reverts import RevertIndex
+from pr_miner.sources.base import PRSource, Scan, ScanRequest
 from pr_miner.store import BatchProgress, CandidateWriter
 from pr_miner.types import FileChange, HistoryEntry, MergedPR, PRRef
 from task_registry.candidates import list_candidates

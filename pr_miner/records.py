@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from pr_miner.judge import Judged
+from pr_miner.selection.judge import Judged
 from pr_miner.types import FileChange, HistoryEntry, MergedPR, PRRef, PRStyle
 from task_registry.models import CandidatePR, CandidatePRCreate
 from task_registry.types import DescriptionSource, FilterVerdict, PRKind

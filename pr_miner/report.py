@@ -14,8 +14,8 @@ from datetime import datetime
 from pydantic import BaseModel, Field
 
 from pr_miner.config import MiningConfig
-from pr_miner.filters import active_filters
-from pr_miner.judge import Judged
+from pr_miner.selection.filters import active_filters
+from pr_miner.selection.judge import Judged
 from pr_miner.types import FilterName
 
 

@@ -18,9 +18,9 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from pr_miner.config import MiningConfig
-from pr_miner.judge import Judged
-from pr_miner.ranking import AUTO_ACCEPTED_BY, auto_accept_reason
 from pr_miner.records import is_unchanged, to_create
+from pr_miner.selection.judge import Judged
+from pr_miner.selection.ranking import AUTO_ACCEPTED_BY, auto_accept_reason
 from pr_miner.types import PRRef
 from task_registry.candidates import decide_candidate, upsert_candidate
 from task_registry.db import session_scope

@@ -2,7 +2,7 @@
 
 Controls: G the golden patch, S the pre-change snapshot, H the hollow patch,
 A_i the adversarial patches. First every A_i runs against the original
-tests (:mod:`probe_builder.survivors`): one that does worse than G there is a
+tests (:mod:`probe_builder.adversarial.survivors`): one that does worse than G there is a
 broken patch, not evidence, and is dropped as evidence; the survivors are
 what a maintainer report shows, with or without probes. Then each probe
 must pass G three times with no skip (a skip is not accepted, passing two of
@@ -22,8 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from probe_builder.coverage import ControlRef
-from probe_builder.survivors import (
+from probe_builder.adversarial.survivors import (
     ControlJob,
     ControlRun,
     ControlRunner,
@@ -32,6 +31,7 @@ from probe_builder.survivors import (
     Variant,
     search_survivors,
 )
+from probe_builder.coverage import ControlRef
 from runners.types import Outcome, PatchSpec, TestStatus
 from task_registry.types import Control, PromiseCategory, Suite
 

@@ -19,8 +19,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from probe_builder.promises import ExtractedPromise
-from probe_builder.verdicts import PromiseCheck
+from probe_builder.promises.extract import ExtractedPromise
+from probe_builder.promises.verdicts import PromiseCheck
 from task_registry.types import Control, PatchSource, ProbeStatus, PromiseCategory, PromiseVerdict
 
 QUOTE_WIDTH = 70

@@ -4,7 +4,7 @@
 body) and a local mirror of its repository, derives the task's material
 (split, promises, assertion profile and verdicts, contract, statement with
 its lint and leak reports, hollow patch, adversarial patches; see
-:mod:`probe_builder.material`) and stores it as one transaction: the task
+:mod:`probe_builder.material.assemble`) and stores it as one transaction: the task
 (status ``built``), its promises, its adversarial patches and a first
 coverage table. ``validate_task`` runs the acceptance protocol
 (:mod:`probe_builder.acceptance`) on the stored task with the curator's or
@@ -36,23 +36,23 @@ from probe_builder.acceptance import (
     Reviser,
     run_acceptance,
 )
-from probe_builder.authors import Author, AuthorError, AuthorRequest
-from probe_builder.coverage import CoverageTable
-from probe_builder.diffs import DiffParseError, parse_diff
-from probe_builder.gitio import GitError, GitTree, run_git
-from probe_builder.hollow import HollowError
-from probe_builder.material import PullRequest, TaskMaterial, build_material
-from probe_builder.promises import ExtractedPromise
-from probe_builder.split import is_test_path
-from probe_builder.statement import Hardware as StatementHardware
-from probe_builder.statement_checks import check_leaks
-from probe_builder.survivors import (
+from probe_builder.adversarial.hollow import HollowError
+from probe_builder.adversarial.survivors import (
     BaselineError,
     ControlRun,
     ControlRunner,
     SearchStats,
     TaskRunSpec,
 )
+from probe_builder.authors.base import Author, AuthorError, AuthorRequest
+from probe_builder.coverage import CoverageTable
+from probe_builder.gitio import GitError, GitTree, run_git
+from probe_builder.material.assemble import PullRequest, TaskMaterial, build_material
+from probe_builder.material.diffs import DiffParseError, parse_diff
+from probe_builder.material.split import is_test_path
+from probe_builder.material.statement import Hardware as StatementHardware
+from probe_builder.material.statement_checks import check_leaks
+from probe_builder.promises.extract import ExtractedPromise
 from probe_builder.task_records import (
     VALIDATION_NOTE,
     BuildResult,

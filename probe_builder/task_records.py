@@ -27,7 +27,7 @@ from probe_builder.acceptance import (
     ProbeFile,
     ProbeOutcome,
 )
-from probe_builder.contract import Contract
+from probe_builder.adversarial.survivors import ControlRun
 from probe_builder.coverage import (
     AdversarialCoverage,
     CoverageTable,
@@ -35,10 +35,10 @@ from probe_builder.coverage import (
     PromiseCoverage,
     build_coverage_table,
 )
-from probe_builder.material import TaskMaterial
-from probe_builder.promises import ExtractedPromise
-from probe_builder.survivors import ControlRun
-from probe_builder.verdicts import PromiseCheck
+from probe_builder.material.assemble import TaskMaterial
+from probe_builder.material.contract import Contract
+from probe_builder.promises.extract import ExtractedPromise
+from probe_builder.promises.verdicts import PromiseCheck
 from runners.types import Outcome
 from task_registry.candidates import find_candidate
 from task_registry.models import (

@@ -33,8 +33,8 @@ from unidiff.errors import UnidiffParseError
 from unidiff.patch import PatchSet
 
 from runners.patches import PatchError, matches_any, parse_changes
-from runners.process_group import CANNOT_START_EXIT, NOTE_PREFIX, run_in_group
-from runners.run_environment import scrub_environment
+from runners.testrun.process_group import CANNOT_START_EXIT, NOTE_PREFIX, run_in_group
+from runners.testrun.run_environment import scrub_environment
 from runners.types import Hardware, PatchSpec
 from runners.workspace import WorkspaceError, force_rmtree, git, resolve_commit
 

@@ -20,12 +20,17 @@ from functools import partial
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from runners.faults import DEFAULT_RETRIES, classify, with_retries
+from runners.backends.placement import describe_capacity, describe_hardware, fits, unschedulable
 from runners.overlay import apply_overlay
 from runners.patches import PatchRefused, PatchUnappliable, apply_patches
-from runners.placement import describe_capacity, describe_hardware, fits, unschedulable
-from runners.pytest_run import HARD_TIMEOUT_EXIT, PytestInvocation, PytestReport, select_tests
-from runners.run_environment import python_of, run_environment
+from runners.testrun.faults import DEFAULT_RETRIES, classify, with_retries
+from runners.testrun.pytest_run import (
+    HARD_TIMEOUT_EXIT,
+    PytestInvocation,
+    PytestReport,
+    select_tests,
+)
+from runners.testrun.run_environment import python_of, run_environment
 from runners.types import (
     PROBE_GPU_MARKER,
     Backend,

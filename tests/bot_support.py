@@ -11,12 +11,12 @@ from typing import Any
 from fastapi.testclient import TestClient
 from sqlalchemy.engine import Engine
 
-from bot.app import create_app
 from bot.context import AppContext
-from bot.github_client import GitHubClients
+from bot.service.app import create_app
+from bot.service.github.client import GitHubClients
+from bot.service.jobs.worker import Worker
+from bot.service.webhook import signature_for
 from bot.settings import Settings
-from bot.webhook import signature_for
-from bot.worker import Worker
 from task_registry.db import session_scope
 from tests.factories import make_task
 from tests.github_emulator import EmulatorError, GitHubEmulator, PullFile

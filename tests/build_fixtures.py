@@ -26,15 +26,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from probe_builder.acceptance import AdversarialInput, ProbeFile
-from probe_builder.authors import MechanicalAuthor, ProposedPatch
-from probe_builder.gitio import run_git
-from probe_builder.survivors import (
+from probe_builder.adversarial.survivors import (
     ControlJob,
     ControlRunner,
     TaskRunSpec,
     Variant,
     search_survivors,
 )
+from probe_builder.authors.base import MechanicalAuthor, ProposedPatch
+from probe_builder.gitio import run_git
 from runners.types import PatchSpec
 from task_registry.types import Control, PromiseCategory, Suite
 from tests.probe_builder_support import FixturePR, make_pr
@@ -249,8 +249,8 @@ def run_spec(pr: FixturePR) -> TaskRunSpec:
 
 
 def mechanical_patches(pr: FixturePR) -> list[ProposedPatch]:
-    from probe_builder.authors import AuthorRequest
-    from probe_builder.contract import Contract
+    from probe_builder.authors.base import AuthorRequest
+    from probe_builder.material.contract import Contract
 
     request = AuthorRequest(
         instance_id="fixture",
@@ -330,7 +330,7 @@ def naive_search(
 
 
 def measure(task: str, spec: TaskRunSpec, chosen: Sequence[Variant], root: Path) -> Cost:
-    from runners.local import LocalBackend
+    from runners.backends.local import LocalBackend
 
     backend = LocalBackend(workspace_root=root, cpu_slots=2, gpu_indices=())
     runner = ControlRunner(backend, workspace_root=root)
@@ -354,7 +354,7 @@ def measure(task: str, spec: TaskRunSpec, chosen: Sequence[Variant], root: Path)
 def demo_specs(folder: Path) -> list[tuple[str, TaskRunSpec, list[Variant]]]:
     """The demo repository's three planted PRs, as ``build`` derives them."""
     from probe_builder.demo_repo import create_demo_repo
-    from probe_builder.material import PullRequest, build_material
+    from probe_builder.material.assemble import PullRequest, build_material
 
     demo = create_demo_repo(folder / "minirl")
     found = []

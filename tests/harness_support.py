@@ -17,9 +17,9 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from bot.grading import RepoSetup
-from bot.harness import Harness
-from runners.local import LocalBackend
+from bot.evaluate.grading import RepoSetup
+from bot.evaluate.harness import Harness
+from runners.backends.local import LocalBackend
 from task_registry.db import session_scope
 from task_registry.models import ProbeCreate, Task, TaskCreate
 from task_registry.swebench import instance_id_for

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from probe_builder.gitio import GitTree, diff_commits
-from probe_builder.split import PatchSplit, split_patch
+from probe_builder.material.split import PatchSplit, split_patch
 
 TEST_GLOBS = ("tests/**", "**/test_*.py", "**/*_test.py")
 

@@ -9,8 +9,8 @@ from sqlalchemy.engine import Engine
 
 from bot.authoring import RegistryRecorder, configured_author
 from bot.settings import Settings
-from probe_builder.authors import AuthorExchange, AuthorPurpose
-from probe_builder.authors_openai import OpenAIAuthor
+from probe_builder.authors.base import AuthorExchange, AuthorPurpose
+from probe_builder.authors.openai_compat import OpenAIAuthor
 from task_registry.db import session_scope
 from task_registry.exchanges import list_exchanges
 from tests.factories import make_task

@@ -11,12 +11,12 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 from sqlalchemy.engine import Engine
 
-from bot.app import create_app
 from bot.context import AppContext
-from bot.github_client import GitHubClients
-from bot.report import REPORT_MARKER
+from bot.report.render import REPORT_MARKER
+from bot.service.app import create_app
+from bot.service.github.client import GitHubClients
+from bot.service.jobs.worker import Worker
 from bot.settings import Settings
-from bot.worker import Worker
 from probe_builder.demo_repo import create_demo_repo
 from task_registry.db import session_scope
 from task_registry.swebench import instance_id_for

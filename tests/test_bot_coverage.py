@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy.engine import Engine
 
-from bot.coverage import coverage_from_registry
+from bot.report.coverage import coverage_from_registry
 from task_registry.db import session_scope
 from task_registry.tasks import list_adversarials
 from tests.factories import make_task

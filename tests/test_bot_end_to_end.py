@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
-from bot.report import REPORT_MARKER
+from bot.report.render import REPORT_MARKER
 from task_registry.db import session_scope
 from task_registry.jobs import list_jobs
 from task_registry.models import Job, Promise, WebhookDelivery

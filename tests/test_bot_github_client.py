@@ -13,7 +13,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from bot.github_client import GitHubAuthError, GitHubClients, redact
+from bot.service.github.client import GitHubAuthError, GitHubClients, redact
 from bot.settings import Settings
 from tests.bot_support import REPO, service_settings
 from tests.github_emulator import GitHubEmulator

@@ -12,7 +12,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
-from bot.intake import GroupCommitWriter
+from bot.service.intake import GroupCommitWriter
 from task_registry.db import session_scope
 from task_registry.deliveries import record_delivery
 from task_registry.models import WebhookDelivery

@@ -11,12 +11,12 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from sqlalchemy.engine import Engine
 
 from bot.context import AppContext
-from bot.github_client import GitHubClients
-from bot.handlers import redeliver_failed
-from bot.jobkinds import JobKind
-from bot.redelivery import HookAttempt, to_redeliver
+from bot.service.github.client import GitHubClients
+from bot.service.github.redelivery import HookAttempt, to_redeliver
+from bot.service.jobs.handlers import redeliver_failed
+from bot.service.jobs.kinds import JobKind
+from bot.service.jobs.worker import Worker
 from bot.settings import Settings
-from bot.worker import Worker
 from task_registry.db import session_scope
 from task_registry.deliveries import record_delivery
 from task_registry.jobs import enqueue_job

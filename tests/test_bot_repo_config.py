@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from bot.repo_config import RepoConfig, RepoConfigError, load_repo_config, parse_repo_config
+from bot.service.github.repo_config import (
+    RepoConfig,
+    RepoConfigError,
+    load_repo_config,
+    parse_repo_config,
+)
 from tests.bot_support import REPO
 from tests.github_emulator import GitHubEmulator
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.coverage import CoverageTable, ProbeCell, PromiseRow, Survivor
-from bot.report import (
+from bot.report.coverage import CoverageTable, ProbeCell, PromiseRow, Survivor
+from bot.report.render import (
     BODY_BUDGET,
     GITHUB_BODY_LIMIT,
     REPORT_MARKER,

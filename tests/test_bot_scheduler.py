@@ -10,16 +10,16 @@ from pathlib import Path
 
 from sqlalchemy.engine import Engine
 
-from bot.jobkinds import JobKind
-from bot.scheduler import (
+from bot.service.jobs.kinds import JobKind
+from bot.service.jobs.scheduler import (
     enqueue_poll,
     make_scheduler,
     poll_job_id,
     stop_scheduler,
     sync_poll_jobs,
 )
+from bot.service.jobs.worker import Worker
 from bot.watchfile import WatchedRepo
-from bot.worker import Worker
 from task_registry.candidates import find_candidate
 from task_registry.db import session_scope
 from task_registry.jobs import list_jobs
@@ -148,8 +148,8 @@ def test_a_poll_and_probewatch_mine_share_one_cursor(
     GitHub source reads as JSON, so `probewatch mine --github` crashed after a poll."""
     from bot.pipeline import poll_merged
     from bot.watchfile import mining_config
-    from pr_miner.github_source import GitHubSource
     from pr_miner.mining import mine
+    from pr_miner.sources.github_source import GitHubSource
 
     bot = make_bot(sqlite_engine, github_emulator, tmp_path)
     watched = bot.context.watch_file().get(REPO)

@@ -11,10 +11,10 @@ from fastapi.testclient import TestClient
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
-from bot.app import create_app
 from bot.context import AppContext
+from bot.service.app import create_app
+from bot.service.webhook import Command, WebhookConfigError, parse_command, signature_for
 from bot.settings import Settings
-from bot.webhook import Command, WebhookConfigError, parse_command, signature_for
 from task_registry.db import session_scope
 from task_registry.models import Job, WebhookDelivery
 from task_registry.reports import installation_for

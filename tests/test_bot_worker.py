@@ -13,10 +13,10 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from bot.handlers import JobContext, JobRejected, build_report, mine_pr
-from bot.jobkinds import JobKind
-from bot.report import REPORT_MARKER
-from bot.worker import Worker
+from bot.report.render import REPORT_MARKER
+from bot.service.jobs.handlers import JobContext, JobRejected, build_report, mine_pr
+from bot.service.jobs.kinds import JobKind
+from bot.service.jobs.worker import Worker
 from task_registry.db import session_scope
 from task_registry.jobs import enqueue_job, get_job, list_jobs
 from task_registry.models import JobCreate
@@ -46,7 +46,12 @@ def test_a_failing_handler_is_retried_then_marked_failed(
         calls.append(ctx.job_id)
         raise RuntimeError("upstream hiccup")
 
-    worker = Worker(bot.context, bot.service, handlers={"flaky": flaky}, github=bot.worker.github)
+    worker = Worker(
+        bot.context,
+        bot.service,
+        handlers={"flaky": flaky},
+        github=bot.worker.github,
+    )
     job_id = queue(sqlite_engine, "flaky")
     first = worker.run_once()
     assert first is not None and not first.ok
@@ -104,7 +109,7 @@ def start_worker(
         "PROBEWATCH_GITHUB_RETRIES": "0",
     }
     log = (tmp_path / f"{name}.log").open("wb")
-    command = [sys.executable, "-m", "bot.cli", "serve", "--no-web", "--no-scheduler"]
+    command = [sys.executable, "-m", "bot.cli.main", "serve", "--no-web", "--no-scheduler"]
     return subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
 
 

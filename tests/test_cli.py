@@ -7,8 +7,8 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
-from bot.app import create_app
 from bot.context import AppContext
+from bot.service.app import create_app
 from bot.settings import Settings
 from task_registry.db import head_revision, make_engine, upgrade
 
@@ -19,7 +19,7 @@ def probewatch(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PROBEWATCH_")}
     env.update(PROBEWATCH_HOME=str(home), COLUMNS="200")
     return subprocess.run(
-        [sys.executable, "-m", "bot.cli", *args],
+        [sys.executable, "-m", "bot.cli.main", *args],
         capture_output=True,
         text=True,
         env=env,
@@ -29,7 +29,7 @@ def probewatch(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def test_help_lists_the_stage_commands_and_imports_nothing_heavy() -> None:
     code = (
-        "import sys; from typer.testing import CliRunner; from bot.cli import app;"
+        "import sys; from typer.testing import CliRunner; from bot.cli.main import app;"
         "r = CliRunner().invoke(app, ['--help']); print(r.output);"
         "heavy = [m for m in ('sqlalchemy', 'sqlmodel', 'fastapi', 'github', 'torch', 'alembic',"
         " 'matplotlib', 'docker')"

@@ -26,7 +26,7 @@ def probewatch(home: Path, *args: str) -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PROBEWATCH_")}
     env.update(PROBEWATCH_HOME=str(home), COLUMNS="250", NO_COLOR="1")
     proc = subprocess.run(
-        [sys.executable, "-m", "bot.cli", *args],
+        [sys.executable, "-m", "bot.cli.main", *args],
         env=env,
         capture_output=True,
         text=True,

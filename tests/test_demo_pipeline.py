@@ -16,8 +16,8 @@ import pytest
 from sqlalchemy.engine import Engine
 
 from bot.watchfile import load_watch_file, mining_config
-from pr_miner.git_source import GitSource
 from pr_miner.mining import mine
+from pr_miner.sources.git_source import GitSource
 from probe_builder.demo_repo import DemoRepo, create_demo_repo
 from probe_builder.pipeline import (
     RepoSettings,
@@ -26,7 +26,7 @@ from probe_builder.pipeline import (
     load_probe_folder,
     validate_task,
 )
-from runners.local import LocalBackend
+from runners.backends.local import LocalBackend
 from task_registry.candidates import list_candidates
 from task_registry.db import make_engine, session_scope, upgrade
 from task_registry.swebench import instance_id_for

@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
-from bot.harness import EvalRequest
+from bot.evaluate.harness import EvalRequest
 from task_registry.db import session_scope
 from task_registry.evaluation import get_agent, register_agent
 from task_registry.models import AgentCreate, Submission, ValidationRun

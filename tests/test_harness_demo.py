@@ -20,14 +20,14 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import Engine
 
-from bot.grading import RepoSetup
-from bot.harness import EvalReport, EvalRequest, Harness
-from bot.leaderboard import RunScores, build_leaderboard
+from bot.evaluate.grading import RepoSetup
+from bot.evaluate.harness import EvalReport, EvalRequest, Harness
+from bot.evaluate.leaderboard import RunScores, build_leaderboard
+from probe_builder.adversarial.hollow import build_hollow_patch
 from probe_builder.demo_repo import DEMO_REPO_NAME, DemoPR, DemoRepo, create_demo_repo
 from probe_builder.gitio import GitTree, diff_commits
-from probe_builder.hollow import build_hollow_patch
-from probe_builder.split import split_patch
-from runners.local import LocalBackend
+from probe_builder.material.split import split_patch
+from runners.backends.local import LocalBackend
 from task_registry.db import make_engine, session_scope, upgrade
 from task_registry.evaluation import register_agent
 from task_registry.models import AgentCreate, ProbeCreate, TaskCreate

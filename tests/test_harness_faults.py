@@ -10,8 +10,8 @@ import pytest
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
-from bot.harness import EvalEvent, EvalRequest, Stage
-from bot.leaderboard import build_leaderboard
+from bot.evaluate.harness import EvalEvent, EvalRequest, Stage
+from bot.evaluate.leaderboard import build_leaderboard
 from task_registry.db import session_scope
 from task_registry.evaluation import list_scores, register_agent
 from task_registry.models import (

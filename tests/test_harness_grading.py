@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import Engine
 
-from bot.grading import (
+from bot.evaluate.grading import (
     Baseline,
     GradingTask,
     RepoSetup,

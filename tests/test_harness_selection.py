@@ -9,8 +9,15 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import Engine
 
-from bot.grading import RepoSetup
-from bot.harness import EvalError, EvalEvent, EvalRequest, Stage, repo_resolver, select_tasks
+from bot.evaluate.grading import RepoSetup
+from bot.evaluate.harness import (
+    EvalError,
+    EvalEvent,
+    EvalRequest,
+    Stage,
+    repo_resolver,
+    select_tasks,
+)
 from bot.watchfile import parse_watch_data
 from task_registry.db import session_scope
 from task_registry.errors import NotFound

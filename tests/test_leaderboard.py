@@ -9,7 +9,13 @@ from datetime import date
 import pytest
 from sqlalchemy.engine import Engine
 
-from bot.leaderboard import UnknownRun, build_leaderboard, compare_runs, parse_run, run_name
+from bot.evaluate.leaderboard import (
+    UnknownRun,
+    build_leaderboard,
+    compare_runs,
+    parse_run,
+    run_name,
+)
 from task_registry.db import session_scope
 from task_registry.scoring import Window
 from task_registry.types import ScoreSuite

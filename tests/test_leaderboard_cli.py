@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from bot.cli import app
+from bot.cli.main import app
 from task_registry.db import make_engine, upgrade
 from tests.harness_support import ADVERSARIAL_MEMO, MemoRepo, make_memo_repo, seed
 
@@ -63,7 +63,7 @@ def probewatch_process(home: Path, *args: str) -> subprocess.CompletedProcess[st
     """The console script's entry point, where domain errors become one line and status 1."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PROBEWATCH_")}
     return subprocess.run(
-        [sys.executable, "-c", "from bot.cli import main; main()", *args],
+        [sys.executable, "-c", "from bot.cli.main import main; main()", *args],
         capture_output=True,
         text=True,
         env=env | environment(home),

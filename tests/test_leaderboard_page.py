@@ -12,8 +12,8 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy.engine import Engine
 
-from bot.leaderboard import Leaderboard, RateOut
-from bot.leaderboard_page import format_rate, make_leaderboard_router
+from bot.evaluate.leaderboard import Leaderboard, RateOut
+from bot.service.leaderboard_page import format_rate, make_leaderboard_router
 from task_registry.db import session_scope
 from tests.leaderboard_support import BOTH, FAULT, NONE, day, scored
 

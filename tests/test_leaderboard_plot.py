@@ -10,8 +10,8 @@ import xml.etree.ElementTree as ET
 import pytest
 from sqlalchemy.engine import Engine
 
-from bot.leaderboard import Leaderboard, build_leaderboard
-from bot.plots import Metric, Point, inline_svg, plot_series, render_svg, windows_of
+from bot.evaluate.leaderboard import Leaderboard, build_leaderboard
+from bot.evaluate.plots import Metric, Point, inline_svg, plot_series, render_svg, windows_of
 from task_registry.db import session_scope
 from task_registry.types import ScoreSuite
 from tests.leaderboard_support import BOTH, DISAGREE, FAULT, NONE, day, scored
@@ -78,6 +78,6 @@ def test_an_empty_leaderboard_still_draws_an_empty_plot() -> None:
 
 
 def test_importing_the_plot_module_does_not_load_matplotlib() -> None:
-    code = "import sys, bot.plots, bot.leaderboard_page; print('matplotlib' in sys.modules)"
+    code = "import sys, bot.evaluate.plots, bot.service.leaderboard_page; print('matplotlib' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import Engine
 
-from bot.grading import RepoSetup, grading_task, make_grader, record_run
-from bot.harness import EvalRequest
-from bot.leaderboard import build_leaderboard
-from bot.resemblance import Resemblance, RunTests, closest_control, count_by_control
-from runners.local import LocalBackend
+from bot.evaluate.grading import RepoSetup, grading_task, make_grader, record_run
+from bot.evaluate.harness import EvalRequest
+from bot.evaluate.leaderboard import build_leaderboard
+from bot.evaluate.resemblance import Resemblance, RunTests, closest_control, count_by_control
+from runners.backends.local import LocalBackend
 from runners.types import PatchSpec
 from task_registry.db import session_scope
 from task_registry.evaluation import register_agent

@@ -31,7 +31,7 @@ def test_torch_is_only_an_extra() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert not any(dep.lower().startswith("torch") for dep in project["dependencies"])
     assert any(dep.startswith("torch") for dep in project["optional-dependencies"]["probes"])
-    assert project["scripts"]["probewatch"] == "bot.cli:main"
+    assert project["scripts"]["probewatch"] == "bot.cli.main:main"
 
 
 def test_dockerfile_serves_and_checks_health_as_non_root() -> None:

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from bot.cli import app
-from bot.cli_mine import mining_config, parse_moment
+from bot.cli.main import app
+from bot.cli.mine import mining_config, parse_moment
 from bot.watchfile import load_watch_file
 from task_registry.db import make_engine, upgrade
 from tests.github_emulator import GitHubEmulator, PullFile
@@ -46,7 +46,7 @@ def probewatch_process(home: Path, *args: str) -> subprocess.CompletedProcess[st
     clean = {k: v for k, v in os.environ.items() if not k.startswith("PROBEWATCH_")}
     clean.update(PROBEWATCH_HOME=str(home), COLUMNS="200")
     return subprocess.run(
-        [sys.executable, "-m", "bot.cli", *args],
+        [sys.executable, "-m", "bot.cli.main", *args],
         capture_output=True,
         text=True,
         env=clean,

@@ -8,11 +8,11 @@ import pytest
 from pydantic import ValidationError
 
 from pr_miner.config import MiningConfig
-from pr_miner.filters import active_filters
-from pr_miner.judge import judge
-from pr_miner.measure import measure
-from pr_miner.ranking import auto_accept_reason, promise_hints, rank_score
-from pr_miner.reverts import RevertIndex
+from pr_miner.selection.filters import active_filters
+from pr_miner.selection.judge import judge
+from pr_miner.selection.measure import measure
+from pr_miner.selection.ranking import auto_accept_reason, promise_hints, rank_score
+from pr_miner.selection.reverts import RevertIndex
 from pr_miner.types import FileChange, FilterName, HistoryEntry, MergedPR, PRRef, Verdict
 from task_registry.types import DescriptionSource, PRKind
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from pr_miner.errors import CursorLost, EmptyRange, NotAGitRepository, ShallowHistory, UnknownBranch
-from pr_miner.git_source import GitSource
-from pr_miner.gitlog import _split_records, log_commits, parse_record
-from pr_miner.source import Scan, ScanRequest, source_class
+from pr_miner.sources.base import Scan, ScanRequest, source_class
+from pr_miner.sources.git_source import GitSource
+from pr_miner.sources.gitlog import _split_records, log_commits, parse_record
 from pr_miner.types import MergedPR, PRRef
 from task_registry.types import CursorSource, PRKind
 from tests.miner_repos import RepoBuilder, Scenario, build_scenario, code_lines, git
@@ -149,7 +149,7 @@ def test_a_window_that_does_not_reach_the_cursor_leaves_it_alone(scenario: Scena
 
 
 def test_sources_are_registered_by_cursor_kind_and_load_on_demand() -> None:
-    from pr_miner.github_source import GitHubSource
+    from pr_miner.sources.github_source import GitHubSource
 
     assert source_class(CursorSource.git) is GitSource
     assert source_class(CursorSource.github) is GitHubSource

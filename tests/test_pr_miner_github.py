@@ -18,10 +18,10 @@ from pr_miner.errors import (
     QuotaExhausted,
     UnknownRepository,
 )
-from pr_miner.github_client import GitHubClientConfig, make_client
-from pr_miner.github_source import STAYS, GitHubCursor, GitHubSource
 from pr_miner.mining import mine
 from pr_miner.report import MiningReport
+from pr_miner.sources.github_client import GitHubClientConfig, make_client
+from pr_miner.sources.github_source import STAYS, GitHubCursor, GitHubSource
 from task_registry.models import CandidatePR
 from task_registry.repos import find_repo, get_cursor
 from task_registry.types import CursorSource

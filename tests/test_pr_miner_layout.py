@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from pr_miner.config import MiningConfig
-from pr_miner.git_source import GitSource
-from pr_miner.gitlog import read_blobs
-from pr_miner.judge import judge
-from pr_miner.layout import same_program
-from pr_miner.reverts import RevertIndex
-from pr_miner.source import ScanRequest
+from pr_miner.selection.judge import judge
+from pr_miner.selection.layout import same_program
+from pr_miner.selection.reverts import RevertIndex
+from pr_miner.sources.base import ScanRequest
+from pr_miner.sources.git_source import GitSource
+from pr_miner.sources.gitlog import read_blobs
 from pr_miner.types import FilterName
 
 BEFORE = '''"""Schedules.

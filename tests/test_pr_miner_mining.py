@@ -12,9 +12,9 @@ from sqlmodel import Session, select
 
 from pr_miner.config import MiningConfig
 from pr_miner.errors import NotAGitRepository
-from pr_miner.git_source import GitSource
 from pr_miner.mining import mine
 from pr_miner.report import MiningReport
+from pr_miner.sources.git_source import GitSource
 from pr_miner.store import BatchProgress
 from task_registry.candidates import decide_candidate, find_candidate, upsert_candidate
 from task_registry.models import CandidatePR, CandidatePRCreate

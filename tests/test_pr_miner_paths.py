@@ -7,7 +7,7 @@ import fnmatch
 import pytest
 
 from pr_miner.config import DEFAULT_TEST_GLOBS
-from pr_miner.paths import GlobError, PathMatcher, glob_to_regex
+from probewatch.paths import GlobError, PathMatcher, glob_to_regex
 
 
 @pytest.mark.parametrize(

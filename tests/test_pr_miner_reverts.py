@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from pr_miner.reverts import RevertIndex
+from pr_miner.selection.reverts import RevertIndex
 from pr_miner.types import FollowUpRelation, HistoryEntry, MergedPR, PRRef
 from task_registry.types import DescriptionSource, PRKind
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pr_miner.styles import description_of, recognise
+from pr_miner.sources.styles import description_of, recognise
 from pr_miner.types import PRRef, PRStyle
 from task_registry.types import DescriptionSource, PRKind
 

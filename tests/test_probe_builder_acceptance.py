@@ -25,10 +25,10 @@ from probe_builder.acceptance import (
     run_acceptance,
     set_failures,
 )
+from probe_builder.adversarial.hollow import build_hollow_patch
+from probe_builder.adversarial.survivors import ControlJob, ControlRun, ControlRunner
 from probe_builder.coverage import ControlRef
-from probe_builder.hollow import build_hollow_patch
-from probe_builder.survivors import ControlJob, ControlRun, ControlRunner
-from runners.local import LocalBackend
+from runners.backends.local import LocalBackend
 from runners.types import Outcome, RunRequest, RunResult, TestCaseResult, TestStatus
 from task_registry.types import Control, PromiseCategory, Suite, utcnow
 from tests.build_fixtures import (

@@ -6,9 +6,14 @@ import textwrap
 
 import pytest
 
-from probe_builder.assertions import AssertionKind, Observable, profile_source, profile_test_patch
-from probe_builder.promises import ExtractedPromise
-from probe_builder.verdicts import judge_promise, judge_promises
+from probe_builder.promises.assertions import (
+    AssertionKind,
+    Observable,
+    profile_source,
+    profile_test_patch,
+)
+from probe_builder.promises.extract import ExtractedPromise
+from probe_builder.promises.verdicts import judge_promise, judge_promises
 from task_registry.types import PromiseCategory, PromiseVerdict
 from tests.probe_builder_support import make_pr
 

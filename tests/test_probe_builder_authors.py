@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from pydantic import SecretStr
 
-from probe_builder.authors import (
+from probe_builder.authors.base import (
     AUTHORS,
     Author,
     AuthorError,
@@ -22,8 +22,8 @@ from probe_builder.authors import (
     UnknownAuthorError,
     create_author,
 )
-from probe_builder.authors_openai import OpenAIAuthorConfig
-from probe_builder.contract import Contract
+from probe_builder.authors.openai_compat import OpenAIAuthorConfig
+from probe_builder.material.contract import Contract
 from task_registry.types import PatchSource, PromiseCategory
 from tests.probe_builder_support import cache_pr
 

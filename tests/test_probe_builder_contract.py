@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from probe_builder.config_flags import FlagKind, yaml_keys
-from probe_builder.contract import SymbolKind, SymbolStatus, extract_contract, sources_of_test_patch
-from probe_builder.signatures import ParameterKind
+from probe_builder.material.config_flags import FlagKind, yaml_keys
+from probe_builder.material.contract import (
+    SymbolKind,
+    SymbolStatus,
+    extract_contract,
+    sources_of_test_patch,
+)
+from probe_builder.material.signatures import ParameterKind
 from tests.probe_builder_support import cache_pr, make_pr
 
 

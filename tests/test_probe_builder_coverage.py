@@ -11,8 +11,8 @@ from probe_builder.coverage import (
     coverage_text,
     is_redundant,
 )
-from probe_builder.promises import ExtractedPromise
-from probe_builder.verdicts import PromiseCheck
+from probe_builder.promises.extract import ExtractedPromise
+from probe_builder.promises.verdicts import PromiseCheck
 from task_registry.types import Control, ProbeStatus, PromiseCategory, PromiseVerdict
 
 SNAPSHOT = ControlRef(kind=Control.snapshot)

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from probe_builder.hollow import HollowError, build_hollow_patch, hollow_source
+from probe_builder.adversarial.hollow import HollowError, build_hollow_patch, hollow_source
 from tests.probe_builder_support import cache_pr, make_pr
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from probe_builder.diffs import parse_diff
-from probe_builder.mutants import generate_mutants
-from probe_builder.mutation_ops import MutationOperator
+from probe_builder.adversarial.mutants import generate_mutants
+from probe_builder.adversarial.mutation_ops import MutationOperator
+from probe_builder.material.diffs import parse_diff
 from task_registry.types import PromiseCategory
 from tests.probe_builder_support import cache_pr, make_pr
 

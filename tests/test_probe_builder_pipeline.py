@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import Engine
 
-from bot.coverage import coverage_from_registry
+from bot.report.coverage import coverage_from_registry
 from probe_builder.acceptance import ProbeFile
-from probe_builder.authors import AuthorRequest, MechanicalAuthor, ProposedProbe
+from probe_builder.authors.base import AuthorRequest, MechanicalAuthor, ProposedProbe
 from probe_builder.coverage import CoverageTable
 from probe_builder.pipeline import (
     PipelineError,
@@ -19,7 +19,7 @@ from probe_builder.pipeline import (
     load_probe_folder,
     validate_task,
 )
-from runners.local import LocalBackend
+from runners.backends.local import LocalBackend
 from task_registry.candidates import decide_candidate, upsert_candidate
 from task_registry.db import session_scope
 from task_registry.evaluation import get_or_create_submission, register_agent
@@ -338,7 +338,7 @@ def test_a_probe_folder_needs_test_files_and_known_categories(tmp_path):
 def probewatch(home: Path, *args: str):
     from typer.testing import CliRunner
 
-    from bot.cli import app
+    from bot.cli.main import app
 
     result = CliRunner().invoke(app, ["--home", str(home), *args], env={"COLUMNS": "200"})
     if result.exception is not None and not isinstance(result.exception, SystemExit):

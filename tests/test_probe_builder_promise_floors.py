@@ -7,8 +7,8 @@ import re
 import pytest
 
 from bench.promise_eval import evaluate, load_labelled_set, render
-from probe_builder.description import description_sentences
-from probe_builder.promises import ExtractedPromise, extract_promises
+from probe_builder.material.description import description_sentences
+from probe_builder.promises.extract import ExtractedPromise, extract_promises
 from task_registry.types import PromiseCategory
 
 # Per-category floors, a little under the measured values (bench/promise_eval.py).
@@ -73,7 +73,7 @@ def test_wrong_extractors_fall_below_the_floors(labelled, wrong):
 
 
 def test_extractor_without_its_memory_rules_fails_the_memory_floor(labelled, monkeypatch):
-    import probe_builder.promises as promises
+    import probe_builder.promises.extract as promises
 
     monkeypatch.setitem(promises.CUES, PromiseCategory.memory, re.compile(r"(?!x)x"))
     evaluation = evaluate(labelled, extract_promises)

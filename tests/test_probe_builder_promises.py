@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from probe_builder.description import clean_description, clean_title, description_sentences
-from probe_builder.promises import extract_promises
+from probe_builder.material.description import clean_description, clean_title, description_sentences
+from probe_builder.promises.extract import extract_promises
 from task_registry.types import PromiseCategory
 
 TEMPLATE_BODY = """\

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from probe_builder.diffs import parse_diff, render_file_diff
-from probe_builder.split import split_patch
+from probe_builder.material.diffs import parse_diff, render_file_diff
+from probe_builder.material.split import split_patch
 from tests.probe_builder_support import TEST_GLOBS, cache_pr, git, make_pr
 
 

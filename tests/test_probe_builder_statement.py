@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from probe_builder.contract import extract_contract, sources_of_test_patch
-from probe_builder.promises import extract_promises
-from probe_builder.statement import Hardware, StatementInputs, render_statement
-from probe_builder.statement_checks import (
+from probe_builder.material.contract import extract_contract, sources_of_test_patch
+from probe_builder.material.statement import Hardware, StatementInputs, render_statement
+from probe_builder.material.statement_checks import (
     LeakKind,
     check_leaks,
     golden_code_tokens,
     lint_statement,
     python_code_tokens,
 )
+from probe_builder.promises.extract import extract_promises
 from tests.probe_builder_support import cache_pr
 
 DESCRIPTION = """\

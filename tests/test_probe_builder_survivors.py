@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from probe_builder.survivors import (
+from probe_builder.adversarial.survivors import (
     NOT_IN_A_TEST,
     BaselineError,
     ControlJob,
@@ -19,7 +19,7 @@ from probe_builder.survivors import (
     module_index,
     search_survivors,
 )
-from runners.local import LocalBackend
+from runners.backends.local import LocalBackend
 from task_registry.types import Control, Suite
 from tests.build_fixtures import memo_pr, run_spec, variants
 from tests.probe_builder_support import FixturePR, make_pr

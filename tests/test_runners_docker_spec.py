@@ -13,8 +13,8 @@ import docker
 import pytest
 from docker.types import DeviceRequest, Ulimit
 
-from runners import remote
-from runners.docker_backend import (
+from runners.backends import remote
+from runners.backends.docker import (
     CONTAINER_IO,
     CONTAINER_REPO,
     CONTAINER_WORK,
@@ -32,7 +32,7 @@ from runners.docker_backend import (
     read_results,
     to_run_kwargs,
 )
-from runners.serialize import request_from_json
+from runners.backends.serialize import request_from_json
 from runners.types import (
     EnvironmentRef,
     FaultKind,
@@ -183,7 +183,7 @@ def test_asset_cache_variables_are_set_when_the_environment_sets_none() -> None:
 
 def test_command_runs_the_remote_entry_point_on_the_mounted_request() -> None:
     spec = container_spec(request(), CONFIG, MOUNTS)
-    assert spec.command[:3] == (CONFIG.entry_python, "-m", "runners.remote")
+    assert spec.command[:3] == (CONFIG.entry_python, "-m", "runners.backends.remote")
     args = remote._parser().parse_args(list(spec.command[3:]))
     assert args.request_file == Path(CONTAINER_IO / REQUEST_FILE)
     assert args.out == Path(CONTAINER_IO)

@@ -17,7 +17,7 @@ def probewatch(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PROBEWATCH_")}
     env.update(PROBEWATCH_HOME=str(home), COLUMNS="200", PYTHONPATH=str(REPO_ROOT))
     return subprocess.run(
-        [sys.executable, "-m", "bot.cli", *args],
+        [sys.executable, "-m", "bot.cli.main", *args],
         capture_output=True,
         text=True,
         env=env,

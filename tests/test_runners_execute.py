@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from runners.backends.local import LocalBackend
 from runners.execute import execute, marked_gpus, required_hardware
-from runners.local import LocalBackend
-from runners.pytest_run import PytestInvocation, PytestReport
+from runners.testrun.pytest_run import PytestInvocation, PytestReport
 from runners.types import (
     Capacity,
     EnvironmentRef,

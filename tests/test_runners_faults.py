@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from runners.faults import SIGNATURES, classify, missing_asset, with_retries
+from runners.testrun.faults import SIGNATURES, classify, missing_asset, with_retries
 from runners.types import Fault, FaultKind, Outcome, RunResult
 
 # One case per signature row, in table order: (a log it must match, a near miss it must not).

@@ -1,6 +1,6 @@
 """The GitHub Actions backend against the GitHub emulator: PyGithub really dispatches, lists, polls,
 cancels and downloads over HTTP. A dispatch hook plays the self-hosted runner: it reads the request
-the way a runner does (``runners.remote``), writes ``result.json`` and ``junit.xml`` with the same
+the way a runner does (``runners.backends.remote``), writes ``result.json`` and ``junit.xml`` with the same
 code, zips them into the results artifact and completes the run with a chosen conclusion. The
 workflow the emulator serves is seeded from ``gh_actions/workflows/probewatch-run.yml`` itself, so
 input names and the run name cannot drift from what the backend sends.
@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from runners import remote
-from runners.github_actions import (
+from runners.backends import remote
+from runners.backends.github_actions import (
     CONCLUSION_FAULTS,
     RESULTS_ARTIFACT,
     RUN_NAME_PREFIX,
@@ -35,7 +35,7 @@ from runners.github_actions import (
     origin_repository,
     parse_results_zip,
 )
-from runners.serialize import decode_inline, request_from_json, request_to_json
+from runners.backends.serialize import decode_inline, request_from_json, request_to_json
 from runners.types import (
     FaultKind,
     Hardware,
@@ -594,8 +594,8 @@ def test_no_script_interpolates_an_input_directly() -> None:
 
 def test_action_runs_the_remote_entry_point_with_flags_it_accepts() -> None:
     steps = yaml.safe_load(ACTION_FILE.read_text())["runs"]["steps"]
-    script = next(s["run"] for s in steps if "runners.remote" in s.get("run", ""))
-    command = script.split("-m runners.remote", 1)[1].replace("\\\n", " ")
+    script = next(s["run"] for s in steps if "runners.backends.remote" in s.get("run", ""))
+    command = script.split("-m runners.backends.remote", 1)[1].replace("\\\n", " ")
     args = [a.strip('"') for a in command.split()]
     parsed = remote._parser().parse_args(args)
     assert parsed.request_env == "PROBEWATCH_REQUEST" and parsed.out == Path("$RESULTS")

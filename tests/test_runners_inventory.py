@@ -191,7 +191,14 @@ def test_summary_of_an_empty_inventory_without_reason() -> None:
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-c", "from bot.cli import main; main()", "runners", "inventory", *args],
+        [
+            sys.executable,
+            "-c",
+            "from bot.cli.main import main; main()",
+            "runners",
+            "inventory",
+            *args,
+        ],
         capture_output=True,
         text=True,
         timeout=60,
@@ -215,7 +222,7 @@ def test_cli_inventory_json_is_machine_readable() -> None:
 def test_cli_table_shows_memory_and_mig_state() -> None:
     from rich.console import Console
 
-    from bot.cli_runners import gpu_table
+    from bot.cli.runners import gpu_table
 
     slice_ = FakeDevice("NVIDIA H100 MIG 3g.40gb", 40 * GiB, uuid="MIG-a")
     devices = [

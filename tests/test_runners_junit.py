@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from runners import junit, pytest_plugin, pytest_run
-from runners.junit import JunitError, parse_junit, parse_junit_file
+from runners.testrun import junit, pytest_plugin, pytest_run
+from runners.testrun.junit import JunitError, parse_junit, parse_junit_file
 from runners.types import TestStatus
 from tests.runner_repos import OUTCOME_IDS, OUTCOMES_MODULE
 

@@ -12,8 +12,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from runners.gpu_usage import GpuSampler, load_nvml, process_group_of
-from runners.local import LocalBackend, Slots
+from runners.backends.local import LocalBackend, Slots
+from runners.testrun.gpu_usage import GpuSampler, load_nvml, process_group_of
 from runners.types import Backend, Hardware, Outcome, RunRequest, TestOverlay
 from tests.runner_repos import FixtureRepo, worktrees
 

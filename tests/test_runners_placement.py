@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from runners.placement import fits, place, run_placed
+from runners.backends.placement import fits, place, run_placed
 from runners.types import Backend, Capacity, Hardware, Outcome, RunRequest, RunResult
 
 

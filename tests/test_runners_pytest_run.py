@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from runners.overlay import AppliedOverlay
-from runners.pytest_run import PytestInvocation, PytestReport, run_pytest, select_tests
-from runners.run_environment import is_hidden_variable, run_environment, scrub_environment
+from runners.testrun.pytest_run import PytestInvocation, PytestReport, run_pytest, select_tests
+from runners.testrun.run_environment import is_hidden_variable, run_environment, scrub_environment
 from runners.types import RunRequest, TestStatus
 from tests.runner_repos import OUTCOME_IDS, OUTCOMES_MODULE, pid_alive
 

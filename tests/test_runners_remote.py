@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from runners import remote
+from runners.backends import remote
+from runners.backends.serialize import encode_inline, request_to_json, result_from_json
 from runners.env import EnvHome
 from runners.env.manifest import Manifest, read_manifest, write_manifest
-from runners.junit import parse_junit
-from runners.serialize import encode_inline, request_to_json, result_from_json
+from runners.testrun.junit import parse_junit
 from runners.types import (
     EnvironmentRef,
     EnvironmentSpec,
@@ -290,7 +290,9 @@ def git(repo: Path, *args: str) -> str:
 
 
 def test_module_runs_a_real_request_end_to_end_through_the_local_backend(tmp_path: Path) -> None:
-    pytest.importorskip("runners.local", reason="the local backend (runners.local) has not landed")
+    pytest.importorskip(
+        "runners.backends.local", reason="the local backend (runners.backends.local) has not landed"
+    )
     repo = tmp_path / "repo"
     repo.mkdir()
     git(repo, "init", "-q")
@@ -308,7 +310,7 @@ def test_module_runs_a_real_request_end_to_end_through_the_local_backend(tmp_pat
         [
             sys.executable,
             "-m",
-            "runners.remote",
+            "runners.backends.remote",
             "--request",
             encode_inline(request_to_json(request)),
             "--repo",

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from runners.serialize import (
+from runners.backends.serialize import (
     INLINE_SCHEME,
     SerializationError,
     decode_inline,

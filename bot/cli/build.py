@@ -197,7 +197,7 @@ def validate(
     """Run the acceptance protocol (golden x3, snapshot, hollow, adversarials) and store it."""
     from bot.authoring import configured_author
     from probe_builder.pipeline import load_probe_folder, validate_task
-    from runners.local import LocalBackend
+    from runners.backends.local import LocalBackend
 
     context = _app(ctx)
     settings, watched = repo_settings(context, instance)

@@ -1,6 +1,6 @@
 """``probewatch demo``: the whole pipeline on the demo repository, with a progress line per step.
 
-The orchestration lives in ``bot.demo``; this module prints. It creates the
+The orchestration lives in ``bot.demo.run``; this module prints. It creates the
 demo upstream repository in the home folder (or reuses it), mines it, builds
 and validates its tasks, stores the three PR reports in dry run, grades the
 reference agents, prints the leaderboard and says how to open the dashboard.
@@ -19,7 +19,7 @@ from rich.markup import escape
 
 if TYPE_CHECKING:
     from bot.context import AppContext
-    from bot.demo import DemoEvent, DemoResult
+    from bot.demo.run import DemoEvent, DemoResult
 
 console = Console()
 err_console = Console(stderr=True)
@@ -43,8 +43,8 @@ def stage_line(stage: str, message: str) -> None:
 def demo(ctx: typer.Context) -> None:
     """Run the pipeline end to end on the demo repository (mine → build → validate → report →
     grade the reference agents → leaderboard). A rerun skips what is done."""
-    from bot import eval_text
-    from bot.demo import run_demo
+    from bot.demo.run import run_demo
+    from bot.evaluate import text as eval_text
 
     context = _app(ctx)
     started = time.monotonic()
@@ -64,8 +64,8 @@ def demo(ctx: typer.Context) -> None:
 
 
 def _domain_errors() -> tuple[type[Exception], ...]:
-    from bot.grading import GradingError
-    from bot.harness import EvalError
+    from bot.evaluate.grading import GradingError
+    from bot.evaluate.harness import EvalError
     from pr_miner.errors import MinerError
     from probe_builder.demo_repo import DemoRepoError
     from probe_builder.gitio import GitError
@@ -84,8 +84,8 @@ def _domain_errors() -> tuple[type[Exception], ...]:
 
 
 def _print_leaderboard(context: AppContext) -> None:
-    from bot.eval_text import print_leaderboard
-    from bot.leaderboard import build_leaderboard
+    from bot.evaluate.leaderboard import build_leaderboard
+    from bot.evaluate.text import print_leaderboard
 
     stage_line("leaderboard", "scores of every graded run")
     with context.session() as session:

@@ -26,7 +26,7 @@ from rich.table import Table
 
 if TYPE_CHECKING:
     from bot.context import AppContext
-    from bot.harness import Harness
+    from bot.evaluate.harness import Harness
     from task_registry.models import Agent, Model
 
 eval_app = typer.Typer()  # merged into the root app: eval, leaderboard, compare
@@ -50,10 +50,10 @@ def _fail(message: str) -> NoReturn:
 
 
 def _domain_errors() -> tuple[type[Exception], ...]:
-    from bot.grading import GradingError
-    from bot.harness import EvalError
-    from bot.leaderboard import UnknownRun
-    from bot.reference_agents import NotAReferenceAgent
+    from bot.evaluate.grading import GradingError
+    from bot.evaluate.harness import EvalError
+    from bot.evaluate.leaderboard import UnknownRun
+    from bot.evaluate.reference_agents import NotAReferenceAgent
     from runners.agents import AgentError
 
     return (EvalError, GradingError, UnknownRun, NotAReferenceAgent, AgentError)
@@ -78,7 +78,7 @@ def agents_add(
     provider: Annotated[str | None, typer.Option(help="Who serves the model.")] = None,
 ) -> None:
     """Register (or update) an agent with its model and the model's knowledge cutoff."""
-    from bot.reference_agents import ReferenceAgent
+    from bot.evaluate.reference_agents import ReferenceAgent
     from runners.agents import TemplateError, check_template
     from task_registry.evaluation import register_agent, register_model
     from task_registry.models import AgentCreate, ModelCreate
@@ -112,7 +112,7 @@ def agents_list(
     """List the agents, reference agents included."""
     from sqlmodel import col, select
 
-    from bot.reference_agents import ensure_reference_agents
+    from bot.evaluate.reference_agents import ensure_reference_agents
     from task_registry.models import Agent, Model
 
     with _app(ctx).session() as session:
@@ -178,8 +178,8 @@ def eval_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Run an agent on the selected tasks and grade every submission (resumable)."""
-    from bot import eval_text
-    from bot.harness import EvalRequest
+    from bot.evaluate import text as eval_text
+    from bot.evaluate.harness import EvalRequest
 
     if tasks and since:
         raise typer.BadParameter("choose one of --tasks and --since")
@@ -206,7 +206,7 @@ def eval_command(
 
 
 def _harness(context: AppContext, git: Path | None) -> Harness:
-    from bot.harness import local_harness
+    from bot.evaluate.harness import local_harness
 
     return local_harness(
         engine=context.checked_engine(),
@@ -233,8 +233,8 @@ def leaderboard_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
 ) -> None:
     """Every run's scores: original tests vs with probes, both Resolved rules, per window."""
-    from bot import eval_text
-    from bot.leaderboard import build_leaderboard
+    from bot.evaluate import text as eval_text
+    from bot.evaluate.leaderboard import build_leaderboard
     from task_registry.scoring import Window
 
     if window not in WINDOWS:
@@ -242,7 +242,7 @@ def leaderboard_command(
     with _app(ctx).session() as session:
         board = build_leaderboard(session=session, window=Window(window), margin_days=margin_days)
     if svg is not None:
-        from bot.plots import leaderboard_svg
+        from bot.evaluate.plots import leaderboard_svg
 
         svg.write_text(leaderboard_svg(board), encoding="utf-8")
     if as_json:
@@ -263,8 +263,8 @@ def compare_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
 ) -> None:
     """Two runs on their shared tasks: fixed, broken, both, neither, and McNemar's exact p."""
-    from bot import eval_text
-    from bot.leaderboard import compare_runs
+    from bot.evaluate import text as eval_text
+    from bot.evaluate.leaderboard import compare_runs
     from task_registry.types import ScoreSuite
 
     if suite not in SUITES:

@@ -16,11 +16,12 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from bot import cli_build, cli_demo
-from bot.cli_envs import envs_app
-from bot.cli_eval import agents_app, eval_app
-from bot.cli_mine import candidates_app, mine_app
-from bot.cli_runners import runners_app
+from bot.cli import build as cli_build
+from bot.cli import demo as cli_demo
+from bot.cli.envs import envs_app
+from bot.cli.eval import agents_app, eval_app
+from bot.cli.mine import candidates_app, mine_app
+from bot.cli.runners import runners_app
 from bot.context import AppContext
 from bot.settings import Settings
 
@@ -207,7 +208,7 @@ def serve(
     scheduler: Annotated[bool, typer.Option(help="Run the polling scheduler.")] = True,
 ) -> None:
     """Run the service: web app (webhook, API, dashboard), a job worker and the scheduler."""
-    from bot.service import Parts, run_service
+    from bot.service.run import Parts, run_service
 
     if not (web or worker or scheduler):
         raise typer.BadParameter("nothing to run: enable --web, --worker or --scheduler")

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from bot.context import AppContext
     from bot.watchfile import WatchedRepo
     from pr_miner.report import MiningReport
-    from pr_miner.source import PRSource
+    from pr_miner.sources.base import PRSource
     from task_registry.models import CandidatePR
     from task_registry.types import Decision, FilterVerdict
 
@@ -140,12 +140,12 @@ def _git_path(git: Path | None, github: bool, watched: WatchedRepo | None) -> Pa
 
 
 def _source(context: AppContext, repo: str, git: Path | None, branch: str) -> PRSource:
-    from pr_miner.git_source import GitSource
+    from pr_miner.sources.git_source import GitSource
 
     if git is not None:
         return GitSource(git, branch)
-    from pr_miner.github_client import GitHubClientConfig, make_client
-    from pr_miner.github_source import GitHubSource
+    from pr_miner.sources.github_client import GitHubClientConfig, make_client
+    from pr_miner.sources.github_source import GitHubSource
 
     settings = context.settings
     config = GitHubClientConfig(token=settings.github_token, base_url=settings.github_api_url)
@@ -336,7 +336,7 @@ def candidates_show(
 
 
 def _details(row: CandidatePR, repo: str) -> str:
-    from pr_miner.ranking import promise_hints
+    from pr_miner.selection.ranking import promise_hints
 
     verdict = "passed" if row.failed_filter is None else f"rejected by {row.failed_filter}"
     hints = ", ".join(promise_hints(f"{row.title}\n{row.body}")) or "none"

@@ -21,13 +21,13 @@ from pathlib import Path
 
 from sqlalchemy.engine import Engine
 
-from bot.eval_types import EvalEvent, EvalReport, EvalRequest
-from bot.harness import local_harness
+from bot.evaluate.harness import local_harness
+from bot.evaluate.types import EvalEvent, EvalReport, EvalRequest
 from bot.pipeline import build_and_validate, store_report, task_settings
 from bot.watchfile import WatchedRepo, WatchFile, load_watch_file, mining_config
-from pr_miner.git_source import GitSource
 from pr_miner.mining import mine
 from pr_miner.report import MiningReport
+from pr_miner.sources.git_source import GitSource
 from probe_builder.demo_repo import DEMO_REPO_NAME, create_demo_repo
 from probe_builder.pipeline import (
     ProgressEvent,
@@ -36,7 +36,7 @@ from probe_builder.pipeline import (
     load_probe_folder,
     validate_task,
 )
-from runners.local import LocalBackend
+from runners.backends.local import LocalBackend
 from task_registry.candidates import decide_candidate, list_candidates
 from task_registry.db import session_scope
 from task_registry.repos import find_repo

@@ -3,10 +3,10 @@
 Selection: validated and published tasks (or the ones named), merged on or
 after ``since``, and only those merged after the agent's model's knowledge
 cutoff (plus an optional margin): the rest are listed as excluded, never run.
-Per task (``bot.eval_task``): the golden baseline (stored, or one golden run
+Per task (``bot.evaluate.task_run``): the golden baseline (stored, or one golden run
 made and stored), the agent in a fresh tree with no future
 (``runners.agents``), the submission stored (one per agent, task and run
-label), then graded in a separate clean tree (``bot.grading``) with two
+label), then graded in a separate clean tree (``bot.evaluate.grading``) with two
 scores. A rerun skips graded submissions and regrades submitted ones without
 running the agent again. Empty, missing and unappliable submissions score 0;
 system faults (the agent command cannot start, no GPUs, a grading fault after
@@ -27,8 +27,10 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from bot.eval_task import TaskJob, Tracker
-from bot.eval_types import (
+from bot.evaluate.grading import RepoSetup
+from bot.evaluate.reference_agents import ensure_reference_agents
+from bot.evaluate.task_run import TaskJob, Tracker
+from bot.evaluate.types import (
     AgentInfo,
     EvalError,
     EvalEvent,
@@ -39,8 +41,6 @@ from bot.eval_types import (
     Stage,
     TaskResult,
 )
-from bot.grading import RepoSetup
-from bot.reference_agents import ensure_reference_agents
 from bot.watchfile import WatchFile
 from runners.types import Backend
 from task_registry.db import session_scope
@@ -209,7 +209,7 @@ def local_harness(
     *, engine: Engine, home: Path, watch: WatchFile, git: Path | None = None
 ) -> Harness:
     """A harness on this host: runs under ``home/runs``, agent trees under ``home/agent-runs``."""
-    from runners.local import LocalBackend
+    from runners.backends.local import LocalBackend
 
     return Harness(
         engine=engine,

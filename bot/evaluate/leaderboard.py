@@ -22,8 +22,8 @@ from datetime import date, datetime
 from pydantic import BaseModel
 from sqlmodel import Session, col, select
 
-from bot.grading import task_score_of
-from bot.resemblance import Resemblance, count_by_control, submission_resemblance
+from bot.evaluate.grading import task_score_of
+from bot.evaluate.resemblance import Resemblance, count_by_control, submission_resemblance
 from task_registry.models import Agent, Model, Score, Submission, Task
 from task_registry.scoring import (
     Rate,

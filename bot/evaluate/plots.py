@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from bot.leaderboard import Leaderboard, RunScores, SuiteScores
+from bot.evaluate.leaderboard import Leaderboard, RunScores, SuiteScores
 from task_registry.types import ScoreSuite
 
 if TYPE_CHECKING:

@@ -19,8 +19,7 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from bot.eval_types import AgentInfo, EvalEvent, EvalRequest, ProgressCallback, Stage, TaskResult
-from bot.grading import (
+from bot.evaluate.grading import (
     STATE_OF_RUN,
     Baseline,
     Grader,
@@ -37,7 +36,15 @@ from bot.grading import (
     suite_scores,
     task_score_of,
 )
-from bot.reference_agents import TaskPatches, program_for
+from bot.evaluate.reference_agents import TaskPatches, program_for
+from bot.evaluate.types import (
+    AgentInfo,
+    EvalEvent,
+    EvalRequest,
+    ProgressCallback,
+    Stage,
+    TaskResult,
+)
 from runners.agents import (
     AgentError,
     AgentOutcome,

@@ -1,6 +1,6 @@
 """How evaluation reports, the leaderboard and paired comparisons read in a terminal (rich).
 
-Rendering only: the data comes from ``bot.harness`` and ``bot.leaderboard``.
+Rendering only: the data comes from ``bot.evaluate.harness`` and ``bot.evaluate.leaderboard``.
 Rates read ``38.9 ±8.1`` over ``[22, 56]``: the value, its binomial SE and
 its 95% bootstrap interval, in %.
 """
@@ -13,8 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from bot.eval_types import EvalEvent, EvalReport, Stage
-from bot.leaderboard import (
+from bot.evaluate.leaderboard import (
     Comparison,
     GroupScores,
     Leaderboard,
@@ -22,6 +21,7 @@ from bot.leaderboard import (
     RunScores,
     SuiteScores,
 )
+from bot.evaluate.types import EvalEvent, EvalReport, Stage
 from task_registry.types import ScoreSuite
 
 console = Console()

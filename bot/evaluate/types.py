@@ -1,6 +1,6 @@
 """The typed border of an evaluation: what is asked, what each task gives, what comes back.
 
-``bot.harness`` runs evaluations and ``bot.eval_task`` one task of one; callers
+``bot.evaluate.harness`` runs evaluations and ``bot.evaluate.task_run`` one task of one; callers
 (the CLI, the demo, the service) build an :class:`EvalRequest` and read an
 :class:`EvalReport`, with :class:`EvalEvent` progress on the way.
 """
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from enum import StrEnum
 
-from bot.grading import RepoSetup
+from bot.evaluate.grading import RepoSetup
 from runners.agents import DEFAULT_BUDGET_S
 from task_registry.scoring import SubmissionState, TaskScore
 from task_registry.types import ScoreSuite

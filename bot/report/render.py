@@ -19,7 +19,7 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from bot.coverage import CoverageTable
+from bot.report.coverage import CoverageTable
 from task_registry.types import PromiseVerdict
 
 REPORT_MARKER = "<!-- probewatch:report v1 -->"

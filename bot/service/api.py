@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from sqlalchemy import func
 from sqlmodel import Session, SQLModel, col, select
 
-from bot.coverage import CoverageTable, coverage_from_registry
+from bot.report.coverage import CoverageTable, coverage_from_registry
 from task_registry.candidates import decide_candidate
 from task_registry.db import session_scope
 from task_registry.models import (

@@ -14,15 +14,15 @@ from fastapi import FastAPI, Request, Response, status
 from fastapi.responses import JSONResponse
 
 from bot.context import AppContext
-from bot.intake import GroupCommitWriter
+from bot.service.intake import GroupCommitWriter
 from bot.settings import Settings
 
 
 def create_app(context: AppContext, service: Settings | None = None) -> FastAPI:
-    from bot.api import make_api_router
-    from bot.dashboard import make_dashboard_router
-    from bot.leaderboard_page import make_leaderboard_router
-    from bot.webhook import make_webhook_router
+    from bot.service.api import make_api_router
+    from bot.service.dashboard import make_dashboard_router
+    from bot.service.leaderboard_page import make_leaderboard_router
+    from bot.service.webhook import make_webhook_router
 
     service = service or context.settings
     settings = context.settings
@@ -57,7 +57,7 @@ def _lifespan(service: Settings, secret: bytes | None, writer: GroupCommitWriter
 
 
 def check_webhook_secret(service: Settings, secret: bytes | None) -> None:
-    from bot.webhook import WebhookConfigError
+    from bot.service.webhook import WebhookConfigError
 
     if service.webhook_enabled and not secret:
         raise WebhookConfigError(

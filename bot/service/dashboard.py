@@ -18,9 +18,9 @@ from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 from sqlmodel import Session, col, select
 
-from bot.api import Db
-from bot.coverage import control_label, coverage_from_registry
-from bot.report import full_report_url, render_full_report
+from bot.report.coverage import control_label, coverage_from_registry
+from bot.report.render import full_report_url, render_full_report
+from bot.service.api import Db
 from task_registry.models import CandidatePR, PRReport, Repo, Task, ValidationRun
 from task_registry.reports import get_report
 from task_registry.swebench import instance_id_for

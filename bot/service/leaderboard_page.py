@@ -1,5 +1,5 @@
 """The leaderboard on the web: ``GET /leaderboard`` (the table and the plot, server-rendered)
-and ``GET /api/leaderboard`` (the same data as JSON). Both read ``bot.leaderboard``; the
+and ``GET /api/leaderboard`` (the same data as JSON). Both read ``bot.evaluate.leaderboard``; the
 plot is an inline SVG drawn on the server, so the page needs no JavaScript."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
-from bot.api import Db
-from bot.leaderboard import Leaderboard, RateOut, build_leaderboard
-from bot.plots import inline_svg, leaderboard_svg
+from bot.evaluate.leaderboard import Leaderboard, RateOut, build_leaderboard
+from bot.evaluate.plots import inline_svg, leaderboard_svg
+from bot.service.api import Db
 from task_registry.scoring import Window
 
 TEMPLATES = Jinja2Templates(directory=Path(__file__).with_name("templates"))

@@ -44,7 +44,12 @@ def run_service(context: AppContext, parts: Parts, host: str, port: int) -> None
 
 
 def _start_scheduler(context: AppContext):  # type: ignore[no-untyped-def]
-    from bot.scheduler import make_scheduler, schedule_redelivery, stop_scheduler, sync_poll_jobs
+    from bot.service.jobs.scheduler import (
+        make_scheduler,
+        schedule_redelivery,
+        stop_scheduler,
+        sync_poll_jobs,
+    )
 
     scheduler = make_scheduler(context.engine)
     scheduler.start(paused=True)
@@ -57,7 +62,7 @@ def _start_scheduler(context: AppContext):  # type: ignore[no-untyped-def]
 
 
 def _start_worker(context: AppContext, service: Settings):  # type: ignore[no-untyped-def]
-    from bot.worker import Worker
+    from bot.service.jobs.worker import Worker
 
     worker = Worker(context, service)
     worker.start()
@@ -68,7 +73,7 @@ def _start_worker(context: AppContext, service: Settings):  # type: ignore[no-un
 def _serve_web(context: AppContext, service: Settings, host: str, port: int) -> None:
     import uvicorn
 
-    from bot.app import create_app
+    from bot.service.app import create_app
 
     uvicorn.run(create_app(context, service), host=host, port=port, log_level="info")
 

@@ -26,8 +26,8 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from sqlmodel import Session
 
-from bot.intake import GroupCommitWriter
-from bot.jobkinds import (
+from bot.service.intake import GroupCommitWriter
+from bot.service.jobs.kinds import (
     IgnorePayload,
     InstallationPayload,
     JobKind,

@@ -12,9 +12,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pr_miner.config import MiningConfig
-from pr_miner.layout import UnchangedPrograms, layout_share
-from pr_miner.measure import Measure
-from pr_miner.reverts import RevertIndex
+from pr_miner.selection.layout import UnchangedPrograms, layout_share
+from pr_miner.selection.measure import Measure
+from pr_miner.selection.reverts import RevertIndex
 from pr_miner.types import PASSED, FileChange, FilterName, MergedPR, Verdict
 
 

@@ -6,11 +6,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pr_miner.config import MiningConfig
-from pr_miner.filters import FilterInput, evaluate
-from pr_miner.layout import UnchangedPrograms
-from pr_miner.measure import Measure, measure
-from pr_miner.ranking import promise_hints, rank_score
-from pr_miner.reverts import RevertIndex
+from pr_miner.selection.filters import FilterInput, evaluate
+from pr_miner.selection.layout import UnchangedPrograms
+from pr_miner.selection.measure import Measure, measure
+from pr_miner.selection.ranking import promise_hints, rank_score
+from pr_miner.selection.reverts import RevertIndex
 from pr_miner.types import FileChange, FollowUp, MergedPR, Verdict
 
 

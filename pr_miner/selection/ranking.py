@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 
 from pr_miner.config import MiningConfig
-from pr_miner.measure import Measure
+from pr_miner.selection.measure import Measure
 from task_registry.types import PromiseCategory
 
 CORE_WEIGHT, TESTS_WEIGHT, HINTS_WEIGHT = 0.6, 0.25, 0.15

@@ -68,8 +68,8 @@ class PRSource(Protocol):
 # Registry of sources by cursor kind, as "module:attribute" so that naming a source never
 # imports PyGithub for a git-only run.
 SOURCES: dict[CursorSource, str] = {
-    CursorSource.git: "pr_miner.git_source:GitSource",
-    CursorSource.github: "pr_miner.github_source:GitHubSource",
+    CursorSource.git: "pr_miner.sources.git_source:GitSource",
+    CursorSource.github: "pr_miner.sources.github_source:GitHubSource",
 }
 
 

@@ -3,7 +3,7 @@
 One ``git log --first-parent -z --numstat`` pass over the window gives every
 mainline commit with its per-file line counts (diffs against the first
 parent, so merge commits count what they brought in); commits in one of the
-PR styles of :mod:`pr_miner.styles` become merged PRs. A second, message-only
+PR styles of :mod:`pr_miner.sources.styles` become merged PRs. A second, message-only
 pass reads the history around the window (later reverts, and back to the
 oldest PR the registry holds) unless the first pass already covered it. The
 cursor is the sha of the newest mainline commit mined; an incremental run
@@ -20,10 +20,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from pr_miner.errors import CursorLost, EmptyRange, NotAGitRepository, ShallowHistory, UnknownBranch
-from pr_miner.gitlog import RawCommit, log_commits, read_blobs, run_git
-from pr_miner.layout import same_program
-from pr_miner.source import QuotaState, Scan, ScanRequest
-from pr_miner.styles import Recognised, recognise, split_message
+from pr_miner.selection.layout import same_program
+from pr_miner.sources.base import QuotaState, Scan, ScanRequest
+from pr_miner.sources.gitlog import RawCommit, log_commits, read_blobs, run_git
+from pr_miner.sources.styles import Recognised, recognise, split_message
 from pr_miner.types import FileChange, HistoryEntry, MergedPR
 from task_registry.types import CursorSource
 

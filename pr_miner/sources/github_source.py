@@ -22,8 +22,8 @@ import github
 from github.PullRequest import PullRequest
 
 from pr_miner.errors import BadCursor, EmptyRange
-from pr_miner.github_client import github_errors, reset_time
-from pr_miner.source import QuotaState, Scan, ScanRequest
+from pr_miner.sources.base import QuotaState, Scan, ScanRequest
+from pr_miner.sources.github_client import github_errors, reset_time
 from pr_miner.types import FileChange, HistoryEntry, MergedPR, PRRef, PRStyle
 from task_registry.types import CursorSource, DescriptionSource, PRKind
 

@@ -15,9 +15,9 @@ import ast
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from probe_builder.diffs import FileDiff, join_diffs, render_file_diff
 from probe_builder.gitio import TreeReader
-from probe_builder.pysource import Definition, Edit, Source, apply_edits, touched_functions
+from probe_builder.material.diffs import FileDiff, join_diffs, render_file_diff
+from probe_builder.material.pysource import Definition, Edit, Source, apply_edits, touched_functions
 
 HOLLOW_EXCEPTION = "NotImplementedError"
 

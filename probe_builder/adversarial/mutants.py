@@ -17,9 +17,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from probe_builder.diffs import FileDiff, join_diffs, render_file_diff
-from probe_builder.gitio import TreeReader
-from probe_builder.mutation_ops import (
+from probe_builder.adversarial.mutation_ops import (
     Candidate,
     MutationOperator,
     arid_lines,
@@ -27,7 +25,9 @@ from probe_builder.mutation_ops import (
     expression_candidates,
     statement_candidates,
 )
-from probe_builder.pysource import Source, SourceError
+from probe_builder.gitio import TreeReader
+from probe_builder.material.diffs import FileDiff, join_diffs, render_file_diff
+from probe_builder.material.pysource import Source, SourceError
 from task_registry.types import PromiseCategory
 
 DEFAULT_MAX_PER_FILE = 7

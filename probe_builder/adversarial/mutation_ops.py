@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 
-from probe_builder.pysource import Source, call_name, dotted_name, iter_definitions
+from probe_builder.material.pysource import Source, call_name, dotted_name, iter_definitions
 
 
 class MutationOperator(StrEnum):

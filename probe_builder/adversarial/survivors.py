@@ -29,9 +29,9 @@ from enum import StrEnum
 from pathlib import Path, PurePosixPath
 
 from runners.execute import execute
-from runners.faults import DEFAULT_RETRIES
 from runners.overlay import TEST_FILE_GLOBS
 from runners.patches import matches_any
+from runners.testrun.faults import DEFAULT_RETRIES
 from runners.types import (
     Backend,
     EnvironmentRef,

@@ -4,7 +4,7 @@ An :class:`Author` is a plug-in (a Protocol plus the registry below).
 ``mechanical`` needs no model: its adversarial patches are the diff-scoped
 mutants, it writes no probes and keeps the rendered statement as it is; the
 service is complete with it alone. ``openai`` asks any OpenAI-compatible
-endpoint (see :mod:`probe_builder.authors_openai`) and hands every request
+endpoint (see :mod:`probe_builder.authors.openai_compat`) and hands every request
 and answer to an :class:`ExchangeRecorder` so the registry keeps them.
 """
 
@@ -16,11 +16,11 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
-from probe_builder.contract import Contract
-from probe_builder.diffs import FileDiff
+from probe_builder.adversarial.mutants import DEFAULT_MAX_PER_FILE, generate_mutants
 from probe_builder.gitio import TreeReader
-from probe_builder.mutants import DEFAULT_MAX_PER_FILE, generate_mutants
-from probe_builder.promises import ExtractedPromise
+from probe_builder.material.contract import Contract
+from probe_builder.material.diffs import FileDiff
+from probe_builder.promises.extract import ExtractedPromise
 from task_registry.types import PatchSource, PromiseCategory
 
 
@@ -154,7 +154,9 @@ AuthorFactory = Callable[..., Author]
 
 
 def _openai_factory(**kwargs: Any) -> Author:
-    from probe_builder.authors_openai import OpenAIAuthor  # httpx only when a model is configured
+    from probe_builder.authors.openai_compat import (
+        OpenAIAuthor,  # httpx only when a model is configured
+    )
 
     return OpenAIAuthor(**kwargs)
 

@@ -3,7 +3,7 @@
 A local vLLM server works as well as a hosted API: base URL, model and key
 come from the caller's settings. Each call is one ``POST
 {base_url}/chat/completions`` asking for a JSON object; every exchange, the
-failed ones included, goes to the :class:`~probe_builder.authors.ExchangeRecorder`
+failed ones included, goes to the :class:`~probe_builder.authors.base.ExchangeRecorder`
 before this module returns or raises. Answers are validated: a patch must be
 a git diff touching only files of the golden patch, a probe a compiling
 Python test file under a relative path.
@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
 
-from probe_builder.authors import (
+from probe_builder.authors.base import (
     AuthorError,
     AuthorExchange,
     AuthorPurpose,
@@ -32,7 +32,7 @@ from probe_builder.authors import (
     ProposedPatch,
     ProposedProbe,
 )
-from probe_builder.diffs import DiffParseError, parse_diff
+from probe_builder.material.diffs import DiffParseError, parse_diff
 from task_registry.types import PatchSource, PromiseCategory
 
 MAX_PATCH_CHARS = 60_000  # keeps a prompt inside an ordinary context window

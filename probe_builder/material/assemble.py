@@ -13,15 +13,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from probe_builder.assertions import AssertionProfile, profile_test_patch
-from probe_builder.authors import Author, AuthorRequest, MechanicalAuthor, ProposedPatch
-from probe_builder.contract import Contract, extract_contract, sources_of_test_patch
+from probe_builder.adversarial.hollow import HollowPatch, build_hollow_patch
+from probe_builder.authors.base import Author, AuthorRequest, MechanicalAuthor, ProposedPatch
 from probe_builder.gitio import GitTree, diff_commits
-from probe_builder.hollow import HollowPatch, build_hollow_patch
-from probe_builder.promises import ExtractedPromise, extract_promises
-from probe_builder.split import PatchSplit, split_patch
-from probe_builder.statement import Hardware, StatementInputs, render_statement
-from probe_builder.statement_checks import (
+from probe_builder.material.contract import Contract, extract_contract, sources_of_test_patch
+from probe_builder.material.split import PatchSplit, split_patch
+from probe_builder.material.statement import Hardware, StatementInputs, render_statement
+from probe_builder.material.statement_checks import (
     CodeToken,
     LeakReport,
     LintReport,
@@ -29,7 +27,9 @@ from probe_builder.statement_checks import (
     golden_code_tokens,
     lint_statement,
 )
-from probe_builder.verdicts import PromiseCheck, judge_promises
+from probe_builder.promises.assertions import AssertionProfile, profile_test_patch
+from probe_builder.promises.extract import ExtractedPromise, extract_promises
+from probe_builder.promises.verdicts import PromiseCheck, judge_promises
 
 
 @dataclass(frozen=True)

@@ -15,10 +15,10 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
-from probe_builder.diffs import FileDiff
 from probe_builder.gitio import TreeReader
-from probe_builder.pysource import Source, SourceError, call_name, iter_definitions
-from probe_builder.signatures import class_attributes, is_dataclass_like
+from probe_builder.material.diffs import FileDiff
+from probe_builder.material.pysource import Source, SourceError, call_name, iter_definitions
+from probe_builder.material.signatures import class_attributes, is_dataclass_like
 
 YAML_SUFFIXES = (".yaml", ".yml")
 CONFIG_CLASS = re.compile(r"(Config|Configs|Args|Arguments|Options|Settings|Params)$")

@@ -20,10 +20,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from probe_builder.config_flags import ConfigFlag, new_flags
-from probe_builder.diffs import FileDiff
 from probe_builder.gitio import TreeReader
-from probe_builder.pysource import (
+from probe_builder.material.config_flags import ConfigFlag, new_flags
+from probe_builder.material.diffs import FileDiff
+from probe_builder.material.pysource import (
     Definition,
     Source,
     SourceError,
@@ -31,7 +31,7 @@ from probe_builder.pysource import (
     iter_definitions,
     module_name,
 )
-from probe_builder.signatures import (
+from probe_builder.material.signatures import (
     ClassAttribute,
     Parameter,
     class_attributes,

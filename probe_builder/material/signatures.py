@@ -12,7 +12,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
-from probe_builder.pysource import dotted_name
+from probe_builder.material.pysource import dotted_name
 
 
 class ParameterKind(StrEnum):

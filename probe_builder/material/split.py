@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pr_miner.paths import PathMatcher
-from probe_builder.diffs import FileDiff, join_diffs, parse_diff
+from probe_builder.material.diffs import FileDiff, join_diffs, parse_diff
+from probewatch.paths import PathMatcher
 
 
 @dataclass(frozen=True)

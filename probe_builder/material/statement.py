@@ -4,7 +4,7 @@ Rendered from ``templates/statement.md.j2``: the context is the PR's own
 prose with the template boilerplate removed, the interfaces are every
 contract symbol with its signature (so a hidden test never asks for a name
 the statement did not give), the behaviour and modes come from the promises.
-What a statement must not contain is checked by :mod:`probe_builder.statement_checks`.
+What a statement must not contain is checked by :mod:`probe_builder.material.statement_checks`.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import jinja2
 
-from probe_builder.contract import Contract
-from probe_builder.description import clean_description, clean_title
-from probe_builder.promises import ExtractedPromise
+from probe_builder.material.contract import Contract
+from probe_builder.material.description import clean_description, clean_title
+from probe_builder.promises.extract import ExtractedPromise
 from task_registry.types import PromiseCategory
 
 TEMPLATE_DIR = Path(__file__).with_name("templates")

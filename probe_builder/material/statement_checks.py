@@ -21,10 +21,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from probe_builder.contract import Contract
-from probe_builder.diffs import FileDiff
 from probe_builder.gitio import TreeReader
-from probe_builder.pysource import Source, SourceError
+from probe_builder.material.contract import Contract
+from probe_builder.material.diffs import FileDiff
+from probe_builder.material.pysource import Source, SourceError
 
 DEFAULT_THRESHOLD = 8
 DEFAULT_PROBE_THRESHOLD = 6

@@ -19,9 +19,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from probe_builder.diffs import FileDiff
 from probe_builder.gitio import TreeReader
-from probe_builder.pysource import Source, SourceError, call_name, dotted_name, iter_definitions
+from probe_builder.material.diffs import FileDiff
+from probe_builder.material.pysource import (
+    Source,
+    SourceError,
+    call_name,
+    dotted_name,
+    iter_definitions,
+)
 
 
 class AssertionKind(StrEnum):

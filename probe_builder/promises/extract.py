@@ -1,6 +1,6 @@
 """Rule-based promise extraction from a PR's title and description.
 
-Each sentence of the cleaned description (see :mod:`probe_builder.description`)
+Each sentence of the cleaned description (see :mod:`probe_builder.material.description`)
 is matched against phrase patterns per category; a sentence may carry several
 specific categories (memory and mode, say), and is ``functional`` only when
 it claims behaviour and no specific category fits. Measuring or logging a
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from probe_builder.description import Origin, Sentence, description_sentences
+from probe_builder.material.description import Origin, Sentence, description_sentences
 from task_registry.types import PromiseCategory
 
 MAX_QUOTE_CHARS = 400

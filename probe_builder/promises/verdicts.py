@@ -16,14 +16,14 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
-from probe_builder.assertions import (
+from probe_builder.promises.assertions import (
     AssertionKind,
     AssertionProfile,
     AssertionSite,
     Observable,
     TestTraits,
 )
-from probe_builder.promises import ExtractedPromise
+from probe_builder.promises.extract import ExtractedPromise
 from task_registry.types import PromiseCategory, PromiseVerdict
 
 Rule = Callable[[AssertionProfile, TestTraits, list[AssertionSite]], AssertionSite | None]

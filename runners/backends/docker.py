@@ -8,7 +8,7 @@ virtual environment's shebangs and ``pyvenv.cfg`` name absolute paths, so they
 must not move), the repository read-only, a scratch folder and the I/O folder
 read-write, GPUs as a device request, no network unless configured, memory /
 CPU / process limits and a ``/dev/shm`` sized for NCCL. The container runs the
-same entry point as a self-hosted Actions runner (:mod:`runners.remote`), so a
+same entry point as a self-hosted Actions runner (:mod:`runners.backends.remote`), so a
 run behaves alike on every backend. :class:`DockerBackend` writes the request,
 starts the container through the docker SDK, waits with a harness guard, reads
 the result the container wrote and always removes the container; engine
@@ -24,14 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from runners.env.assets import OFFLINE_FLAGS, asset_env
-from runners.placement import describe_capacity, describe_hardware, fits, unschedulable
-from runners.serialize import (
+from runners.backends.placement import describe_capacity, describe_hardware, fits, unschedulable
+from runners.backends.serialize import (
     SerializationError,
     request_to_json,
     result_from_json,
     scrub_env,
 )
+from runners.env.assets import OFFLINE_FLAGS, asset_env
 from runners.types import (
     Capacity,
     Fault,
@@ -202,7 +202,7 @@ def _command(config: DockerConfig) -> tuple[str, ...]:
     return (
         config.entry_python,
         "-m",
-        "runners.remote",
+        "runners.backends.remote",
         "--request-file",
         str(CONTAINER_IO / REQUEST_FILE),
         "--out",

@@ -36,8 +36,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from runners.placement import describe_capacity, describe_hardware, fits, unschedulable
-from runners.serialize import (
+from runners.backends.placement import describe_capacity, describe_hardware, fits, unschedulable
+from runners.backends.serialize import (
     SerializationError,
     encode_inline,
     request_to_json,

@@ -20,9 +20,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from runners.execute import execute
-from runners.faults import DEFAULT_RETRIES
 from runners.inventory import local_inventory
-from runners.pytest_run import PytestInvocation, PytestReport, run_pytest
+from runners.testrun.faults import DEFAULT_RETRIES
+from runners.testrun.pytest_run import PytestInvocation, PytestReport, run_pytest
 from runners.types import Capacity, Hardware, RunRequest, RunResult
 from runners.workspace import WorkspaceMode
 

@@ -1,7 +1,7 @@
 """The entry point a remote runner executes: one serialized request in, one result out.
 
 A self-hosted Actions runner (through the composite action) and a Docker
-container both run ``python -m runners.remote``: it reads the request (a file,
+container both run ``python -m runners.backends.remote``: it reads the request (a file,
 an environment variable, inline gzip+base64 text or an https URL), points it
 at the clone this machine has and at this machine's copy of the shared
 environment (built here from the request's environment spec when this runner
@@ -31,14 +31,14 @@ from datetime import datetime
 from functools import partial
 from pathlib import Path
 
-from runners.junit import NODEID_PROPERTY, OUTCOME_PROPERTY
-from runners.serialize import (
+from runners.backends.serialize import (
     SerializationError,
     decode_inline,
     is_url_reference,
     request_from_json,
     result_to_json,
 )
+from runners.testrun.junit import NODEID_PROPERTY, OUTCOME_PROPERTY
 from runners.types import (
     EnvironmentRef,
     EnvironmentSpec,
@@ -202,7 +202,7 @@ def local_runner(work: Path | None = None) -> Runner:
     container mounts read-only.
     """
     try:
-        from runners.local import LocalBackend
+        from runners.backends.local import LocalBackend
         from runners.workspace import WorkspaceMode
     except ImportError as exc:
         raise RemoteError(FaultKind.internal, f"the local backend is not installed: {exc}") from exc
@@ -284,7 +284,7 @@ def _testcase(suite: ET.Element, test: TestCaseResult, element: str | None) -> N
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m runners.remote", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m runners.backends.remote", description=__doc__)
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--request", help="the request: JSON, b64gz:… inline text or an URL")
     source.add_argument("--request-file", type=Path, help="a file holding the request")

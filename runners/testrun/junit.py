@@ -4,7 +4,7 @@ pytest's JUnit report loses what scoring needs: node ids are mangled into a
 dotted ``classname`` (``tests/sub/test_a.py::TestC::test[x]`` becomes
 ``tests.sub.test_a.TestC`` + ``test[x]``), a non-strict XPASS looks like a
 pass, and a test that fails and then errors in teardown appears twice. Runs
-made through :mod:`runners.pytest_run` carry properties written by the
+made through :mod:`runners.testrun.pytest_run` carry properties written by the
 injected plugin (the exact node id, ``xpassed``, ``timeout``); plain reports
 from elsewhere are mapped back with the ``file`` attribute (``xunit1``) or, as
 a last resort, by finding the module among the files under ``root``.
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from runners.types import TestCaseResult, TestStatus
 
-# Properties the injected plugin writes (runners/pytest_plugin.py keeps the same names).
+# Properties the injected plugin writes (runners/testrun/pytest_plugin.py keeps the same names).
 NODEID_PROPERTY = "probewatch.nodeid"
 OUTCOME_PROPERTY = "probewatch.outcome"
 MESSAGE_LIMIT = 2000

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from runners.gpu_usage import process_status
+from runners.testrun.gpu_usage import process_status
 
 STOP_GRACE_S = 5.0  # between SIGTERM and SIGKILL
 CANNOT_START_EXIT = 127  # as a shell reports a command it cannot run

@@ -12,8 +12,8 @@ registers the ``probe_gpu(n)`` marker and adds ``--pw-also`` paths (probes) to
 a full-suite run's own selection. The file is copied next to each run
 rather than imported from probewatch: it runs in the task's own environment,
 which has pytest but not probewatch, so it uses the standard library and
-pytest only. Names shared with the harness are repeated in runners/junit.py
-and runners/pytest_run.py; a test keeps them equal.
+pytest only. Names shared with the harness are repeated in runners/testrun/junit.py
+and runners/testrun/pytest_run.py; a test keeps them equal.
 """
 
 from __future__ import annotations

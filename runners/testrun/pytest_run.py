@@ -1,11 +1,11 @@
 """One judgement's pytest run: setup commands, then pytest sessions, under time limits.
 
-Every command runs in a process group of its own (runners/process_group.py),
-in the scrubbed environment the caller built (runners/run_environment.py),
+Every command runs in a process group of its own (runners/testrun/process_group.py),
+in the scrubbed environment the caller built (runners/testrun/run_environment.py),
 with output to a log file in the run's scratch folder. The run's time limit
 covers setup and pytest together; when it passes, the whole group is stopped
 and the test in flight is marked ``timeout``. Per-test limits come from the
-injected plugin (runners/pytest_plugin.py); when a test is stuck beyond them,
+injected plugin (runners/testrun/pytest_plugin.py); when a test is stuck beyond them,
 or pytest dies of a signal inside a test, that test is marked and a new
 session runs the tests not yet done, a bounded number of times. Outcomes come
 from pytest's JUnit report, resources from ``wait4``, GPU figures from NVML
@@ -23,16 +23,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from runners.gpu_usage import GpuSampler
-from runners.junit import JunitError, parse_junit_file
 from runners.overlay import AppliedOverlay
-from runners.process_group import NOTE_PREFIX, CommandEnd, run_in_group
-from runners.run_environment import PLUGIN_FOLDER
+from runners.testrun.gpu_usage import GpuSampler
+from runners.testrun.junit import JunitError, parse_junit_file
+from runners.testrun.process_group import NOTE_PREFIX, CommandEnd, run_in_group
+from runners.testrun.run_environment import PLUGIN_FOLDER
 from runners.types import Resources, RunRequest, TestCaseResult, TestStatus
 
 PLUGIN_MODULE = "probewatch_pytest_plugin"
 PLUGIN_SOURCE = Path(__file__).with_name("pytest_plugin.py")
-# Shared with runners/pytest_plugin.py (a test keeps them equal).
+# Shared with runners/testrun/pytest_plugin.py (a test keeps them equal).
 HARD_TIMEOUT_EXIT = 86
 IN_FLIGHT_PREFIX = "in-flight-"
 HARD_TIMEOUTS_FILE = "hard-timeouts"

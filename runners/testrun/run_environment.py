@@ -20,8 +20,8 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from runners.backends.serialize import is_secret_name
 from runners.env.assets import link_home_assets
-from runners.serialize import is_secret_name
 from runners.types import EnvironmentRef
 
 PLUGIN_FOLDER = "plugin"  # in the scratch folder: where the injected pytest plugin lives

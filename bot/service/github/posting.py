@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from github import UnknownObjectException
 
-from bot.repo_config import RepoConfig
-from bot.report import REPORT_MARKER, body_hash
+from bot.report.render import REPORT_MARKER, body_hash
+from bot.service.github.repo_config import RepoConfig
 from task_registry.models import PRReport
 
 if TYPE_CHECKING:

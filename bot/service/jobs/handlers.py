@@ -16,20 +16,10 @@ from typing import Any, Protocol
 from sqlmodel import Session
 
 from bot.context import AppContext
-from bot.coverage import drop_ignored
-from bot.github_client import GitHubClients
-from bot.jobkinds import (
-    IgnorePayload,
-    InstallationPayload,
-    JobKind,
-    PollPayload,
-    PRPayload,
-    RedeliverPayload,
-    followup_key,
-    mine_key,
-)
 from bot.pipeline import build_and_validate, ensure_task, mine_one_pr, poll_merged, store_report
-from bot.posting import (
+from bot.report.coverage import drop_ignored
+from bot.service.github.client import GitHubClients
+from bot.service.github.posting import (
     CHECK_RULES,
     COMMENT_RULES,
     PostAction,
@@ -40,8 +30,18 @@ from bot.posting import (
     skip_reason,
     wait_for,
 )
-from bot.redelivery import fetch_attempts, redeliver, to_redeliver
-from bot.repo_config import load_repo_config
+from bot.service.github.redelivery import fetch_attempts, redeliver, to_redeliver
+from bot.service.github.repo_config import load_repo_config
+from bot.service.jobs.kinds import (
+    IgnorePayload,
+    InstallationPayload,
+    JobKind,
+    PollPayload,
+    PRPayload,
+    RedeliverPayload,
+    followup_key,
+    mine_key,
+)
 from bot.settings import Settings
 from bot.watchfile import WatchedRepo
 from task_registry.db import session_scope

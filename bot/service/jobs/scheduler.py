@@ -20,7 +20,7 @@ from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
 from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy.engine import Engine
 
-from bot.jobkinds import JobKind, PollPayload, RedeliverPayload, poll_key, redeliver_key
+from bot.service.jobs.kinds import JobKind, PollPayload, RedeliverPayload, poll_key, redeliver_key
 from bot.watchfile import WatchedRepo
 from task_registry.db import session_scope
 from task_registry.jobs import enqueue_job

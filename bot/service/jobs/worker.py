@@ -23,8 +23,8 @@ from typing import Any
 from sqlmodel import Session
 
 from bot.context import AppContext
-from bot.github_client import GitHubClients
-from bot.handlers import HandlerRegistry, JobContext, JobRejected, default_handlers
+from bot.service.github.client import GitHubClients
+from bot.service.jobs.handlers import HandlerRegistry, JobContext, JobRejected, default_handlers
 from bot.settings import Settings
 from task_registry.db import session_scope
 from task_registry.jobs import LeaseLost, claim_job, complete_job, fail_job, get_job, renew_lease
