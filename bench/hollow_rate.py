@@ -25,7 +25,7 @@ from bench.history import (
 )
 from probe_builder.adversarial.hollow import HollowError, build_hollow_patch
 from probe_builder.gitio import GitError, GitTree, diff_commits, run_git
-from probe_builder.material.pysource import SourceError
+from probe_builder.material.pysource import UnparsableSource
 from probe_builder.material.split import split_patch
 
 
@@ -60,7 +60,7 @@ def check_pr(repo: Path, tree: Path, pr: HistoricalPR) -> HollowOutcome:
         hollow = build_hollow_patch(
             split.golden_files, base=GitTree(repo, pr.base), head=GitTree(repo, pr.sha)
         )
-    except (HollowError, SourceError) as exc:
+    except (HollowError, UnparsableSource) as exc:
         return HollowOutcome(pr, 0, 0, False, 0, (f"build: {exc}",))
     reset_worktree(tree, pr.base)
     try:

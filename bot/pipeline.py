@@ -23,6 +23,7 @@ from sqlmodel import Session
 from bot.report.coverage import CoverageTable, coverage_from_registry
 from bot.report.render import RenderedReport, full_report_url, render_report
 from bot.watchfile import WatchedRepo, mining_config
+from probewatch.errors import ServiceError
 from task_registry.candidates import decide_candidate, find_candidate, upsert_candidate
 from task_registry.models import RepoCreate
 from task_registry.reports import get_or_create_report, save_report
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
     from task_registry.models import CandidatePR
 
 
-class PipelineError(RuntimeError):
+class PipelineError(ServiceError):
     """A stage cannot go on with this PR; the message says why."""
 
 

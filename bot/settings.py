@@ -1,8 +1,9 @@
 """Service settings: one pydantic-settings class read once at start-up.
 
 Values come from ``PROBEWATCH_*`` environment variables and an optional ``.env``
-file. Nothing here is read at import time; the CLI builds a :class:`Settings`
-when a command starts and hands it down.
+file. Nothing here is read at import time: :func:`load_settings` is the one way to
+read them (the CLI calls it when a command starts), and everything else gets the
+same object handed down, the web app through its dependencies (``bot.service.deps``).
 """
 
 from __future__ import annotations
@@ -10,8 +11,10 @@ from __future__ import annotations
 from enum import StrEnum
 from pathlib import Path
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from probewatch.errors import ConfigError
 
 DEFAULT_HOME = Path("~/.probewatch")
 GITHUB_API_URL = "https://api.github.com"
@@ -110,6 +113,22 @@ class Settings(BaseSettings):
         return self.github_app_id is not None and key is not None
 
 
+class SettingsError(ConfigError):
+    """Settings that cannot be used; the message names each variable and the reason."""
+
+
 def load_settings(**overrides: object) -> Settings:
     """Read settings from the environment (and ``.env``), with explicit overrides on top."""
-    return Settings(**overrides)  # type: ignore[arg-type]
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        raise SettingsError(_one_line(exc)) from None
+
+
+def _one_line(exc: ValidationError) -> str:
+    problems = []
+    for error in exc.errors():
+        name = ".".join(str(part) for part in error["loc"])
+        message = error["msg"].removeprefix("Value error, ")
+        problems.append(f"PROBEWATCH_{name.upper()}: {message}" if name else message)
+    return "bad settings: " + "; ".join(problems)

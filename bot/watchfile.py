@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from pr_miner.config import DEFAULT_TEST_GLOBS as MINER_TEST_GLOBS
+from probewatch.errors import ConfigError
 
 if TYPE_CHECKING:
     from pr_miner.config import MiningConfig
@@ -25,7 +26,7 @@ DEFAULT_SIZE_THRESHOLD = 1000
 REPO_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+$"
 
 
-class WatchFileError(ValueError):
+class WatchFileError(ConfigError, ValueError):
     """A watch file that cannot be used; the message names the file, the key and the reason."""
 
     def __init__(self, path: Path | str, key: str, reason: str) -> None:

@@ -7,9 +7,7 @@ input, or at a PR boundary after complete PRs were committed.
 
 from __future__ import annotations
 
-
-class MinerError(Exception):
-    """Base of every pr_miner error."""
+from probewatch.errors import MinerError
 
 
 class SourceError(MinerError):
@@ -62,3 +60,7 @@ class GitHubUnavailable(SourceError):
 
 class BadCursor(MinerError):
     """A stored cursor this version cannot read (written by hand, or by another source)."""
+
+
+class NotMerged(SourceError):
+    """A pull request that was asked for as merged is not (open, or closed unmerged)."""

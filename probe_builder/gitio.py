@@ -14,10 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from probewatch.errors import BuildError
+
 ENCODING_ERRORS = "surrogateescape"  # round-trips bytes that are not UTF-8
 
 
-class GitError(RuntimeError):
+class GitError(BuildError):
     """A git command failed; the message carries the command and git's stderr."""
 
 

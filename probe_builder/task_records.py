@@ -39,6 +39,7 @@ from probe_builder.material.assemble import TaskMaterial
 from probe_builder.material.contract import Contract
 from probe_builder.promises.extract import ExtractedPromise
 from probe_builder.promises.verdicts import PromiseCheck
+from probewatch.errors import BuildError
 from runners.types import Outcome
 from task_registry.candidates import find_candidate
 from task_registry.models import (
@@ -96,7 +97,7 @@ RUN_OUTCOMES: dict[Outcome, RunOutcome] = {
 BUILDABLE = frozenset({TaskStatus.candidate, TaskStatus.built, TaskStatus.validated})
 
 
-class PipelineError(RuntimeError):
+class PipelineError(BuildError):
     """A task cannot be built or validated; the message says why and what to do."""
 
 

@@ -15,8 +15,10 @@ import re
 from collections.abc import Iterable
 from functools import lru_cache
 
+from probewatch.errors import ConfigError
 
-class GlobError(ValueError):
+
+class GlobError(ConfigError, ValueError):
     """A glob that cannot be compiled; the message names the pattern."""
 
 

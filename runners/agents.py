@@ -32,6 +32,7 @@ from typing import IO, Protocol, runtime_checkable
 from unidiff.errors import UnidiffParseError
 from unidiff.patch import PatchSet
 
+from probewatch.errors import RunnerError
 from runners.patches import PatchError, matches_any, parse_changes
 from runners.testrun.process_group import CANNOT_START_EXIT, NOTE_PREFIX, run_in_group
 from runners.testrun.run_environment import scrub_environment
@@ -60,7 +61,7 @@ _FILE_HEADER = re.compile(r"^diff --git ", re.MULTILINE)
 _SERVICE_PREFIX = "PROBEWATCH_"
 
 
-class AgentError(RuntimeError):
+class AgentError(RunnerError):
     """An agent run that cannot be set up (the repository, the commit, the template)."""
 
 

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from probewatch.errors import RunnerError
 from runners.patches import matches_any, unsafe_path_reason
 from runners.types import TestOverlay
 from runners.workspace import force_rmtree
@@ -24,7 +25,7 @@ from runners.workspace import force_rmtree
 TEST_FILE_GLOBS = ("test_*.py", "*_test.py")
 
 
-class OverlayError(ValueError):
+class OverlayError(RunnerError, ValueError):
     """The overlay names a path it may not write."""
 
 

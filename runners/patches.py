@@ -23,6 +23,7 @@ from pathlib import Path, PurePosixPath
 from unidiff import PatchedFile, PatchSet
 from unidiff.errors import UnidiffParseError
 
+from probewatch.errors import RunnerError
 from runners.types import PatchSpec
 from runners.workspace import git
 
@@ -33,7 +34,7 @@ _DEV_NULL = "/dev/null"
 _APPLY = ("apply", "--index", "--whitespace=nowarn")
 
 
-class PatchError(Exception):
+class PatchError(RunnerError):
     """A patch that cannot be applied; ``str()`` is the reason, naming the patch."""
 
 

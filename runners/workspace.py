@@ -34,13 +34,15 @@ from types import FrameType
 
 from filelock import FileLock
 
+from probewatch.errors import RunnerError
+
 # Variables that would point git at another repository than the one we name.
 _GIT_LOCATION_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR")
 # Never run a mirror's or a tree's hooks: both may hold code we did not write.
 _NO_HOOKS = ("-c", "core.hooksPath=/dev/null")
 
 
-class WorkspaceError(RuntimeError):
+class WorkspaceError(RunnerError):
     """The repository or commit cannot give a work tree."""
 
 

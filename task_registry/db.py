@@ -19,14 +19,21 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import event
 from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, create_engine
+
+from probewatch.errors import RegistryError
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 UPGRADE_COMMAND = "probewatch db upgrade"
 
 
-class SchemaOutOfDate(RuntimeError):
+class SchemaOutOfDate(RegistryError):
     """The database schema is not at the revision this code expects."""
+
+
+class RegistryUnavailable(RegistryError):
+    """The database cannot be reached or refused the connection; the message names it."""
 
 
 def make_engine(url: str, **kwargs: Any) -> Engine:
@@ -58,9 +65,20 @@ def session_scope(engine: Engine) -> Iterator[Session]:
         try:
             yield session
             session.commit()
+        except OperationalError as exc:
+            session.rollback()
+            raise _unavailable(engine, exc) from exc
         except BaseException:
             session.rollback()
             raise
+
+
+def _unavailable(engine: Engine, exc: OperationalError) -> RegistryUnavailable:
+    where = engine.url.render_as_string(hide_password=True)
+    reason = str(exc.orig or exc).strip().splitlines()[0]
+    return RegistryUnavailable(
+        f"database {where}: {reason} (check PROBEWATCH_DATABASE_URL and that the server is up)"
+    )
 
 
 def _alembic_config() -> Config:
@@ -76,8 +94,11 @@ def head_revision() -> str:
 
 
 def current_revision(engine: Engine) -> str | None:
-    with engine.connect() as connection:
-        return MigrationContext.configure(connection).get_current_revision()
+    try:
+        with engine.connect() as connection:
+            return MigrationContext.configure(connection).get_current_revision()
+    except OperationalError as exc:
+        raise _unavailable(engine, exc) from exc
 
 
 def upgrade(engine: Engine, revision: str = "head") -> tuple[str | None, str | None]:

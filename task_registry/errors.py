@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-
-class RegistryError(Exception):
-    """Base of every registry error."""
+from probewatch.errors import RegistryError
 
 
 class NotFound(RegistryError):

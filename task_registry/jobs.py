@@ -16,7 +16,8 @@ from typing import Any
 from sqlalchemy import and_, or_, update
 from sqlmodel import Session, col, select
 
-from task_registry.errors import NotFound, RegistryError
+from probewatch.errors import RegistryError
+from task_registry.errors import NotFound
 from task_registry.models import Job, JobCreate
 from task_registry.types import JobStatus, utcnow
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from sqlmodel import Session, select
 
-from task_registry.errors import RegistryError
+from probewatch.errors import RegistryError
 from task_registry.models import (
     AdversarialPatch,
     AdversarialPatchCreate,

@@ -17,6 +17,7 @@ from bot.report.render import REPORT_MARKER
 from bot.service.jobs.handlers import JobContext, JobRejected, build_report, mine_pr
 from bot.service.jobs.kinds import JobKind
 from bot.service.jobs.worker import Worker
+from probewatch.errors import ServiceError
 from task_registry.db import session_scope
 from task_registry.jobs import enqueue_job, get_job, list_jobs
 from task_registry.models import JobCreate
@@ -79,7 +80,7 @@ def test_a_rejected_job_is_not_retried(
         job = get_job(session=session, job_id=job_id)
         assert (job.status, job.attempts) == (JobStatus.failed, 1)
         assert "JobRejected: someone/unwatched is not in the watch file" in (job.error or "")
-    assert issubclass(JobRejected, RuntimeError)
+    assert issubclass(JobRejected, ServiceError)
 
 
 def test_a_worker_only_claims_kinds_it_has_handlers_for(

@@ -8,7 +8,7 @@ import pytest
 
 from runners.env.config import EnvConfigError, RepoEnvConfig, known_repo_config
 from runners.env.setup_py import static_setup_requirements
-from runners.env.sources import SourceError, read_requirements
+from runners.env.sources import RequirementsUnreadable, read_requirements
 from tests.runners_env_support import git, make_repo
 
 PYPROJECT = """
@@ -89,7 +89,7 @@ def test_requirements_are_read_at_the_given_commit_not_the_tip(repo: tuple[Path,
 
 
 def test_an_unknown_commit_is_a_source_error(repo: tuple[Path, str]) -> None:
-    with pytest.raises(SourceError, match="deadbeef"):
+    with pytest.raises(RequirementsUnreadable, match="deadbeef"):
         read_requirements(repo[0], "deadbeef", RepoEnvConfig())
 
 

@@ -15,12 +15,13 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+
+from bot.cli.common import app_context, console, err_console, fail
 
 if TYPE_CHECKING:
     from bot.context import AppContext
@@ -32,37 +33,6 @@ if TYPE_CHECKING:
     )
 
 RUNS_FOLDER = "runs"  # under the home folder: the work trees of validation runs
-
-
-def console() -> Console:
-    """Made when a command prints, so the width is the terminal's (or COLUMNS) at that time."""
-    return Console()
-
-
-def err_console() -> Console:
-    return Console(stderr=True)
-
-
-def _app(ctx: typer.Context) -> AppContext:
-    return ctx.find_root().obj  # type: ignore[no-any-return]
-
-
-def _fail(message: str) -> NoReturn:
-    """One line on stderr and exit code 1, never a traceback."""
-    err_console().print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
-    raise typer.Exit(1)
-
-
-@contextmanager
-def _pipeline_errors() -> Iterator[None]:
-    from probe_builder.gitio import GitError
-    from probe_builder.pipeline import PipelineError
-    from runners.workspace import WorkspaceError
-
-    try:
-        yield
-    except (PipelineError, GitError, WorkspaceError) as exc:
-        _fail(str(exc))
 
 
 def repo_settings(context: AppContext, instance: str) -> tuple[RepoSettings, Path | None]:
@@ -85,9 +55,9 @@ def repo_settings(context: AppContext, instance: str) -> tuple[RepoSettings, Pat
 def _mirror(given: Path | None, watched: Path | None, instance: str) -> Path:
     mirror = given or watched
     if mirror is None:
-        _fail(f"no local mirror for {instance}: pass --git PATH or set `git` in the watch file")
+        fail(f"no local mirror for {instance}: pass --git PATH or set `git` in the watch file")
     if not mirror.exists():
-        _fail(f"the mirror {mirror} does not exist")
+        fail(f"the mirror {mirror} does not exist")
     return mirror
 
 
@@ -122,11 +92,11 @@ def build(
     from bot.authoring import configured_author
     from probe_builder.pipeline import build_task
 
-    context = _app(ctx)
+    context = app_context(ctx)
     settings, watched = repo_settings(context, instance)
     mirror = _mirror(git, watched, instance)
     engine = context.checked_engine()
-    with _pipeline_errors(), _progress(f"building {instance}") as show:
+    with _progress(f"building {instance}") as show:
         result = build_task(
             engine=engine,
             instance_id=instance,
@@ -199,12 +169,12 @@ def validate(
     from probe_builder.pipeline import load_probe_folder, validate_task
     from runners.backends.local import LocalBackend
 
-    context = _app(ctx)
+    context = app_context(ctx)
     settings, watched = repo_settings(context, instance)
     mirror = _mirror(git, watched, instance)
     root = context.settings.home / RUNS_FOLDER
     engine = context.checked_engine()
-    with _pipeline_errors(), _progress(f"validating {instance}") as show:
+    with _progress(f"validating {instance}") as show:
         chosen = load_probe_folder(probes) if probes is not None else None
         result = validate_task(
             engine=engine,
@@ -283,12 +253,12 @@ def show(
     from probe_builder.coverage import CoverageTable, render_coverage
     from task_registry.tasks import get_task
 
-    with _app(ctx).session() as session:
+    with app_context(ctx).session() as session:
         task = get_task(session=session, instance_id=instance)
         status, coverage = task.status, task.coverage
         f2p, p2p = len(task.fail_to_pass), len(task.pass_to_pass)
     if not coverage:
-        _fail(f"task {instance} has no coverage table yet: run `probewatch build {instance}`")
+        fail(f"task {instance} has no coverage table yet: run `probewatch build {instance}`")
     table = CoverageTable.model_validate(coverage)
     if as_json:
         _print_json({"status": str(status), **table.model_dump(mode="json")})

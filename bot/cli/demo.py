@@ -14,20 +14,15 @@ import time
 from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
 from rich.markup import escape
+
+from bot.cli.common import app_context, console
 
 if TYPE_CHECKING:
     from bot.context import AppContext
     from bot.demo.run import DemoEvent, DemoResult
 
-console = Console()
-err_console = Console(stderr=True)
 STAGE_COLOURS = {"repo": "magenta", "mine": "blue", "report": "green", "eval": "yellow"}
-
-
-def _app(ctx: typer.Context) -> AppContext:
-    return ctx.find_root().obj  # type: ignore[no-any-return]
 
 
 def progress_line(event: DemoEvent) -> None:
@@ -37,7 +32,7 @@ def progress_line(event: DemoEvent) -> None:
 def stage_line(stage: str, message: str) -> None:
     """One progress line: the stage right-aligned in its colour, then the message."""
     colour = STAGE_COLOURS.get(stage, "cyan")
-    console.print(f"[{colour}]{stage:>11}[/{colour}] {escape(message)}", highlight=False)
+    console().print(f"[{colour}]{stage:>11}[/{colour}] {escape(message)}", highlight=False)
 
 
 def demo(ctx: typer.Context) -> None:
@@ -46,41 +41,17 @@ def demo(ctx: typer.Context) -> None:
     from bot.demo.run import run_demo
     from bot.evaluate import text as eval_text
 
-    context = _app(ctx)
+    context = app_context(ctx)
     started = time.monotonic()
-    try:
-        result = run_demo(
-            engine=context.checked_engine(),
-            home=context.settings.home,
-            public_url=context.settings.public_url,
-            progress=progress_line,
-            eval_progress=eval_text.progress_line,
-        )
-    except _domain_errors() as exc:
-        err_console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
-        raise typer.Exit(1) from None
+    result = run_demo(
+        engine=context.checked_engine(),
+        home=context.settings.home,
+        public_url=context.settings.public_url,
+        progress=progress_line,
+        eval_progress=eval_text.progress_line,
+    )
     _print_leaderboard(context)
     _print_closing(context, result, time.monotonic() - started)
-
-
-def _domain_errors() -> tuple[type[Exception], ...]:
-    from bot.evaluate.grading import GradingError
-    from bot.evaluate.harness import EvalError
-    from pr_miner.errors import MinerError
-    from probe_builder.demo_repo import DemoRepoError
-    from probe_builder.gitio import GitError
-    from probe_builder.pipeline import PipelineError
-    from runners.workspace import WorkspaceError
-
-    return (
-        DemoRepoError,
-        MinerError,
-        PipelineError,
-        GitError,
-        WorkspaceError,
-        EvalError,
-        GradingError,
-    )
 
 
 def _print_leaderboard(context: AppContext) -> None:
@@ -110,4 +81,4 @@ def _print_closing(context: AppContext, result: DemoResult, wall_s: float) -> No
     lines += [f"  task: {url}/tasks/{t.instance_id}" for t in result.tasks]
     lines += [f"  report: {url}/reports/{r.repo}/{r.number}" for r in result.reports]
     for line in lines:
-        console.print(line, markup=False, highlight=False, soft_wrap=True)
+        console().print(line, markup=False, highlight=False, soft_wrap=True)

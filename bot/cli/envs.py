@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from bot.cli.common import app_context, console
+
 if TYPE_CHECKING:
     from runners.env import EnvHome, Prepared
 
@@ -28,7 +30,7 @@ envs_app = typer.Typer(
 def _home(ctx: typer.Context) -> EnvHome:
     from runners.env import EnvHome
 
-    return EnvHome(ctx.find_root().obj.settings.home)
+    return EnvHome(app_context(ctx).settings.home)
 
 
 def _size(n: int) -> str:
@@ -46,7 +48,6 @@ def list_(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
 ) -> None:
     """List environments, most recently used first."""
-    from rich.console import Console
     from rich.table import Table
 
     from runners.env import list_environments
@@ -78,8 +79,8 @@ def list_(
             str(len(m.repairs)),
             used,
         )
-    Console().print(table)
-    Console().print(f"{len(infos)} environment(s) in {_home(ctx).envs}")
+    console().print(table)
+    console().print(f"{len(infos)} environment(s) in {_home(ctx).envs}")
 
 
 @envs_app.command("du")
@@ -213,7 +214,7 @@ def build(
     exclude: Annotated[list[str] | None, typer.Option(help="Distribution to leave out.")] = None,
 ) -> None:
     """Resolve and build the environment of REPO at COMMIT (with repairs when --test is given)."""
-    from runners.env import EnvError, EnvRequest, RunnerOverrides, prepare_environment
+    from runners.env import EnvRequest, RunnerOverrides, prepare_environment
     from runners.env.config import known_repo_config
 
     config = known_repo_config(repo_name)
@@ -229,11 +230,7 @@ def build(
         tests=tuple(test or ()),
         tests_commit=tests_commit,
     )
-    try:
-        prepared = prepare_environment(request, _home(ctx))
-    except EnvError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from None
+    prepared = prepare_environment(request, _home(ctx))
     _print_prepared(prepared)
 
 

@@ -17,12 +17,13 @@ from __future__ import annotations
 import json
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+
+from bot.cli.common import app_context, console
 
 if TYPE_CHECKING:
     from bot.context import AppContext
@@ -32,31 +33,10 @@ if TYPE_CHECKING:
 eval_app = typer.Typer()  # merged into the root app: eval, leaderboard, compare
 agents_app = typer.Typer(help="Register and list agents (command templates).", no_args_is_help=True)
 
-console = Console()
-err_console = Console(stderr=True)
 DEFAULT_BUDGET_S = 2.5 * 3600  # runners.agents.DEFAULT_BUDGET_S (not imported: --help stays light)
 WINDOWS = ("month", "quarter")
 SUITES = ("with_probes", "original")
 RULES = ("set", "count")
-
-
-def _app(ctx: typer.Context) -> AppContext:
-    return ctx.find_root().obj  # type: ignore[no-any-return]
-
-
-def _fail(message: str) -> NoReturn:
-    err_console.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
-    raise typer.Exit(1)
-
-
-def _domain_errors() -> tuple[type[Exception], ...]:
-    from bot.evaluate.grading import GradingError
-    from bot.evaluate.harness import EvalError
-    from bot.evaluate.leaderboard import UnknownRun
-    from bot.evaluate.reference_agents import NotAReferenceAgent
-    from runners.agents import AgentError
-
-    return (EvalError, GradingError, UnknownRun, NotAReferenceAgent, AgentError)
 
 
 # --- agents ---------------------------------------------------------------------------------
@@ -90,11 +70,11 @@ def agents_add(
     except TemplateError as exc:
         raise typer.BadParameter(str(exc), param_hint="--command") from None
     model_in = ModelCreate(name=model, provider=provider, knowledge_cutoff=_day(cutoff, "--cutoff"))
-    with _app(ctx).session() as session:
+    with app_context(ctx).session() as session:
         row = register_model(session=session, model_in=model_in)
         agent_in = AgentCreate(name=name, command=command, model_id=row.id)
         register_agent(session=session, agent_in=agent_in)
-    console.print(f"agent {name}: {command} (model {model}, cutoff {model_in.knowledge_cutoff})")
+    console().print(f"agent {name}: {command} (model {model}, cutoff {model_in.knowledge_cutoff})")
 
 
 def _day(value: str, hint: str) -> date:
@@ -115,7 +95,7 @@ def agents_list(
     from bot.evaluate.reference_agents import ensure_reference_agents
     from task_registry.models import Agent, Model
 
-    with _app(ctx).session() as session:
+    with app_context(ctx).session() as session:
         ensure_reference_agents(session=session)
         models = {m.id: m for m in session.exec(select(Model))}
         agents = list(session.exec(select(Agent).order_by(col(Agent.name))))
@@ -132,7 +112,7 @@ def agents_list(
             str(row["knowledge_cutoff"] or "—"),
             "yes" if row["builtin"] else "",
         )
-    console.print(table)
+    console().print(table)
 
 
 def _agent_row(agent: Agent, model: Model | None) -> dict[str, object]:
@@ -193,12 +173,9 @@ def eval_command(
         margin_days=margin_days,
         pass_env=tuple(pass_env or ()),
     )
-    try:
-        report = _harness(_app(ctx), git).run(
-            request, progress=None if as_json else eval_text.progress_line
-        )
-    except _domain_errors() as exc:
-        _fail(str(exc))
+    report = _harness(app_context(ctx), git).run(
+        request, progress=None if as_json else eval_text.progress_line
+    )
     if as_json:
         typer.echo(json.dumps(eval_text.report_json(report), indent=2))
     else:
@@ -239,7 +216,7 @@ def leaderboard_command(
 
     if window not in WINDOWS:
         raise typer.BadParameter(f"{window!r} (known: {', '.join(WINDOWS)})", param_hint="--window")
-    with _app(ctx).session() as session:
+    with app_context(ctx).session() as session:
         board = build_leaderboard(session=session, window=Window(window), margin_days=margin_days)
     if svg is not None:
         from bot.evaluate.plots import leaderboard_svg
@@ -250,7 +227,7 @@ def leaderboard_command(
         return
     eval_text.print_leaderboard(board, areas=areas)
     if svg is not None:
-        console.print(f"plot written to {svg}")
+        console().print(f"plot written to {svg}")
 
 
 @eval_app.command("compare")
@@ -271,13 +248,10 @@ def compare_command(
         raise typer.BadParameter(f"{suite!r} (known: {', '.join(SUITES)})", param_hint="--suite")
     if rule not in RULES:
         raise typer.BadParameter(f"{rule!r} (known: {', '.join(RULES)})", param_hint="--rule")
-    try:
-        with _app(ctx).session() as session:
-            result = compare_runs(
-                session=session, run_a=run_a, run_b=run_b, suite=ScoreSuite(suite), rule=rule
-            )
-    except _domain_errors() as exc:
-        _fail(str(exc))
+    with app_context(ctx).session() as session:
+        result = compare_runs(
+            session=session, run_a=run_a, run_b=run_b, suite=ScoreSuite(suite), rule=rule
+        )
     if as_json:
         typer.echo(result.model_dump_json(indent=2))
         return

@@ -1,34 +1,35 @@
 """The ``probewatch`` command line: a Typer app built from one sub-app per stage.
 
 Heavy modules (SQLAlchemy, FastAPI, PyGithub, torch) are imported inside the
-commands, so ``probewatch --help`` answers at once. Domain errors become one
-line on stderr and exit code 1; usage errors exit 2.
+commands, so ``probewatch --help`` answers at once. Every ``ProbewatchError``
+becomes one line on stderr and exit code 1 (``bot.cli.common``); usage errors
+exit 2.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from bot.cli import build as cli_build
 from bot.cli import demo as cli_demo
+from bot.cli.common import ProbewatchGroup, app_context, console
 from bot.cli.envs import envs_app
 from bot.cli.eval import agents_app, eval_app
 from bot.cli.mine import candidates_app, mine_app
 from bot.cli.runners import runners_app
 from bot.context import AppContext
-from bot.settings import Settings
+from bot.settings import load_settings
 
 if TYPE_CHECKING:
     from task_registry.types import TaskStatus
 
 app = typer.Typer(
+    cls=ProbewatchGroup,
     name="probewatch",
     help="Probe-checked benchmark tasks and PR coverage reports from merged large PRs.",
     no_args_is_help=True,
@@ -49,15 +50,6 @@ app.add_typer(eval_app)  # eval, leaderboard, compare
 app.add_typer(agents_app, name="agents")
 app.command("demo")(cli_demo.demo)
 
-console = Console()
-err_console = Console(stderr=True)
-
-
-def _context(ctx: typer.Context) -> AppContext:
-    obj = ctx.find_root().obj
-    assert isinstance(obj, AppContext)
-    return obj
-
 
 @app.callback()
 def root(
@@ -72,7 +64,7 @@ def root(
 ) -> None:
     overrides = {"home": home, "database_url": database_url, "watch_file": watch_file}
     given = {k: v for k, v in overrides.items() if v is not None}
-    ctx.obj = AppContext(Settings(**given))  # type: ignore[arg-type]
+    ctx.obj = AppContext(load_settings(**given))
 
 
 # --- db ------------------------------------------------------------------------------
@@ -83,13 +75,13 @@ def db_upgrade(ctx: typer.Context) -> None:
     """Create the schema, or migrate it to this version's head. A second run does nothing."""
     from task_registry.db import upgrade
 
-    engine = _context(ctx).engine
+    engine = app_context(ctx).engine
     before, after = upgrade(engine)
     where = engine.url.render_as_string(hide_password=True)
     if before == after:
-        console.print(f"{where}: already at {after}, nothing to do")
+        console().print(f"{where}: already at {after}, nothing to do")
     else:
-        console.print(f"{where}: upgraded {before or 'empty database'} → {after}")
+        console().print(f"{where}: upgraded {before or 'empty database'} → {after}")
 
 
 @db_app.command("current")
@@ -97,8 +89,8 @@ def db_current(ctx: typer.Context) -> None:
     """Print the schema revision of the database and the one this code expects."""
     from task_registry.db import current_revision, head_revision
 
-    current = current_revision(_context(ctx).engine)
-    console.print(f"database: {current or 'no schema'}  code: {head_revision()}")
+    current = current_revision(app_context(ctx).engine)
+    console().print(f"database: {current or 'no schema'}  code: {head_revision()}")
 
 
 # --- config --------------------------------------------------------------------------
@@ -110,7 +102,7 @@ def config_check(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
 ) -> None:
     """Read the settings and the watch file, and list the watched repositories."""
-    context = _context(ctx)
+    context = app_context(ctx)
     watch = context.watch_file()
     if as_json:
         rows = [repo.model_dump(mode="json") for repo in watch.repos]
@@ -127,9 +119,9 @@ def config_check(
             ", ".join(repo.runner_labels),
             "yes" if repo.dry_run else "no",
         )
-    console.print(f"watch file: {watch.path or '(none: set PROBEWATCH_WATCH_FILE)'}")
-    console.print(table)
-    console.print(f"database: {context.settings.resolved_database_url}")
+    console().print(f"watch file: {watch.path or '(none: set PROBEWATCH_WATCH_FILE)'}")
+    console().print(table)
+    console().print(f"database: {context.settings.resolved_database_url}")
 
 
 # --- export / import -----------------------------------------------------------------
@@ -156,10 +148,10 @@ def export(
     statuses = [_task_status(s) for s in status or []] or [
         s for s in TaskStatus if s is not TaskStatus.retired
     ]
-    with _context(ctx).session() as session:
+    with app_context(ctx).session() as session:
         rows = export_rows(session=session, statuses=statuses, include_hidden=include_hidden)
         count = write_jsonl(rows, path)
-    console.print(f"wrote {count} task(s) to {path}")
+    console().print(f"wrote {count} task(s) to {path}")
 
 
 def _task_status(value: str) -> TaskStatus:
@@ -187,9 +179,9 @@ def import_(
     mode = OnConflict.fail
     if skip_existing or replace:
         mode = OnConflict.skip if skip_existing else OnConflict.replace_existing
-    with _context(ctx).session() as session:
+    with app_context(ctx).session() as session:
         report = import_jsonl(session=session, path=path, on_conflict=mode)
-    console.print(
+    console().print(
         f"{path}: {len(report.created)} created, {len(report.replaced)} replaced, "
         f"{len(report.skipped)} skipped"
     )
@@ -212,39 +204,15 @@ def serve(
 
     if not (web or worker or scheduler):
         raise typer.BadParameter("nothing to run: enable --web, --worker or --scheduler")
-    run_service(_context(ctx), Parts(web=web, worker=worker, scheduler=scheduler), host, port)
+    run_service(app_context(ctx), Parts(web=web, worker=worker, scheduler=scheduler), host, port)
 
 
 # --- entry point ---------------------------------------------------------------------
 
 
 def main() -> None:
-    """Console-script entry: turn domain errors into one line and exit code 1."""
-    try:
-        app()
-    except Exception as exc:  # the edge: every known domain error becomes a message
-        if not _is_domain_error(exc):
-            raise
-        err_console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
-        sys.exit(1)
-
-
-def _is_domain_error(exc: Exception) -> bool:
-    from pydantic import ValidationError
-
-    from bot.watchfile import WatchFileError
-
-    known: tuple[type[Exception], ...] = (ValidationError, WatchFileError)
-    if "task_registry" in sys.modules:
-        from task_registry.db import SchemaOutOfDate
-        from task_registry.errors import RegistryError
-
-        known += (SchemaOutOfDate, RegistryError)
-    if "sqlalchemy" in sys.modules:
-        from sqlalchemy.exc import OperationalError
-
-        known += (OperationalError,)
-    return isinstance(exc, known)
+    """Console-script entry; errors are handled by the root group (``bot.cli.common``)."""
+    app()
 
 
 if __name__ == "__main__":

@@ -14,18 +14,16 @@ from __future__ import annotations
 import getpass
 import json
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich import box
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from bot.cli.common import app_context, console, fail
 from bot.watchfile import mining_config
 
 if TYPE_CHECKING:
@@ -46,32 +44,10 @@ candidates_app = typer.Typer(
     help="List, show, accept and reject mined candidates.", no_args_is_help=True
 )
 
-console = Console()
-err_console = Console(stderr=True)
 CANDIDATE_REF = re.compile(r"^(?P<repo>[^#!\s]+/[^#!\s]+)(?P<sign>[#!])(?P<number>\d+)$")
 VERDICTS = ("passed", "rejected", "all")
 TOP_SURVIVORS = 10
 MIN_TITLE_WIDTH = 12
-
-
-def _app(ctx: typer.Context) -> AppContext:
-    return ctx.find_root().obj  # type: ignore[no-any-return]
-
-
-def _fail(message: str) -> NoReturn:
-    """One line on stderr and exit code 1, never a traceback."""
-    err_console.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
-    raise typer.Exit(1)
-
-
-@contextmanager
-def _miner_errors() -> Iterator[None]:
-    from pr_miner.errors import MinerError
-
-    try:
-        yield
-    except MinerError as exc:
-        _fail(str(exc))
 
 
 def parse_moment(value: str | None, option: str) -> datetime | None:
@@ -115,14 +91,11 @@ def mine(
     window = (parse_moment(since, "--since"), parse_moment(until, "--until"))
     if window[0] and window[1] and window[0] >= window[1]:
         raise typer.BadParameter("--since must be before --until", param_hint="--since")
-    context = _app(ctx)
+    context = app_context(ctx)
     watched = context.watch_file().find(repo)
     git = _git_path(git, github, watched)
     branch = branch or (watched.default_branch if watched else "main")
-    with _miner_errors():
-        report = _run(
-            context, repo, _source(context, repo, git, branch), watched, window, batch_size
-        )
+    report = _run(context, repo, _source(context, repo, git, branch), watched, window, batch_size)
     _print_report(report, funnel=funnel, as_json=as_json)
 
 
@@ -178,11 +151,11 @@ def _print_report(report: MiningReport, *, funnel: bool, as_json: bool) -> None:
     if as_json:
         typer.echo(report.model_dump_json(indent=2))
         return
-    console.print(_summary(report), highlight=False, markup=False, soft_wrap=True)
+    console().print(_summary(report), highlight=False, markup=False, soft_wrap=True)
     if funnel:
-        console.print(_funnel_table(report))
+        console().print(_funnel_table(report))
     if report.survivors:
-        console.print(_survivor_table(report))
+        console().print(_survivor_table(report))
 
 
 def _summary(report: MiningReport) -> str:
@@ -231,7 +204,7 @@ def _table(columns: list[str], rows: list[list[str]], *, title: str | None = Non
     widths = [
         max([len(column), *(len(row[i]) for row in rows)]) for i, column in enumerate(columns)
     ]
-    room = max(MIN_TITLE_WIDTH, console.width - sum(widths) - 3 * len(columns) - 6)
+    room = max(MIN_TITLE_WIDTH, console().width - sum(widths) - 3 * len(columns) - 6)
     table = Table(*columns, "title", title=title, box=box.SIMPLE_HEAD, pad_edge=False)
     for row in rows:
         text = row[-1] if len(row[-1]) <= room else row[-1][: room - 1] + "…"
@@ -260,7 +233,7 @@ def candidates_list(
     from task_registry.repos import get_repo, list_repos
 
     wanted, decided = _list_filters(verdict, decision)
-    with _app(ctx).session() as session:
+    with app_context(ctx).session() as session:
         repo_id = get_repo(session=session, full_name=repo).id if repo else None
         names = {row.id: row.full_name for row in list_repos(session=session)}
         rows = list_candidates(
@@ -269,7 +242,7 @@ def candidates_list(
     if as_json:
         typer.echo(json.dumps([_row_json(row, names[row.repo_id]) for row in rows], indent=2))
         return
-    console.print(_candidates_table(rows, names))
+    console().print(_candidates_table(rows, names))
 
 
 def _list_filters(
@@ -328,11 +301,11 @@ def candidates_show(
     ref: Annotated[str, typer.Argument(help="Candidate id, or OWNER/NAME#N (!N for GitLab).")],
 ) -> None:
     """Everything about one candidate: verdict, counts, files, follow-ups, decision."""
-    with _app(ctx).session() as session:
+    with app_context(ctx).session() as session:
         row = _find(session, ref)
         name = _repo_name(session, row.repo_id)
-    console.print(_details(row, name), highlight=False, markup=False, soft_wrap=True)
-    console.print(_files_table(row))
+    console().print(_details(row, name), highlight=False, markup=False, soft_wrap=True)
+    console().print(_files_table(row))
 
 
 def _details(row: CandidatePR, repo: str) -> str:
@@ -403,10 +376,10 @@ def _decide(
     from task_registry.candidates import decide_candidate
     from task_registry.types import Decision
 
-    with _app(ctx).session() as session:
+    with app_context(ctx).session() as session:
         row = _find(session, ref)
         if row.failed_filter is not None and not force:
-            _fail(
+            fail(
                 f"{ref} was rejected by the {row.failed_filter} filter ({row.filter_reason}): "
                 "pass --force to accept it anyway"
             )
@@ -418,7 +391,7 @@ def _decide(
             reason=reason,
             decided_by=by or _user(),
         )
-    console.print(f"{ref}: {decision}")
+    console().print(f"{ref}: {decision}")
 
 
 def _user() -> str:

@@ -13,14 +13,14 @@ import json
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
+
+from bot.cli.common import console
 
 if TYPE_CHECKING:
     from runners.inventory import GpuInfo
 
 runners_app = typer.Typer(help="Runners: local GPU inventory.", no_args_is_help=True)
-console = Console()
 GiB = 1024**3
 
 
@@ -39,9 +39,9 @@ def inventory(
             row["gpu_type"] = gpu.gpu_type
         typer.echo(json.dumps(document, indent=2))
         return
-    console.print(found.summary(), highlight=False)
+    console().print(found.summary(), highlight=False)
     if found.gpus:
-        console.print(gpu_table(found.gpus))
+        console().print(gpu_table(found.gpus))
 
 
 def gpu_table(gpus: tuple[GpuInfo, ...]) -> Table:

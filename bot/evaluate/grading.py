@@ -24,6 +24,7 @@ from pathlib import Path
 
 from sqlmodel import Session, col, select
 
+from probewatch.errors import EvaluationError
 from runners.agents import split_test_changes
 from runners.overlay import TEST_FILE_GLOBS
 from runners.patches import DEFAULT_TEST_GLOBS, matches_any, parse_changes
@@ -73,7 +74,7 @@ STATE_OF_RUN: dict[Outcome, SubmissionState] = {
 LOG_LIMIT_CHARS = 20_000
 
 
-class GradingError(RuntimeError):
+class GradingError(EvaluationError):
     """A task that cannot be graded here (its golden run did not complete, say)."""
 
 

@@ -24,6 +24,7 @@ from sqlmodel import Session, col, select
 
 from bot.evaluate.grading import task_score_of
 from bot.evaluate.resemblance import Resemblance, count_by_control, submission_resemblance
+from probewatch.errors import EvaluationError
 from task_registry.models import Agent, Model, Score, Submission, Task
 from task_registry.scoring import (
     Rate,
@@ -42,7 +43,7 @@ RUN_SEPARATOR = "@"
 COUNTED_STATUSES = (SubmissionStatus.graded, SubmissionStatus.fault)
 
 
-class UnknownRun(LookupError):
+class UnknownRun(EvaluationError, LookupError):
     """A run name that matches no stored submissions."""
 
 

@@ -19,6 +19,7 @@ from enum import StrEnum
 
 from sqlmodel import Session
 
+from probewatch.errors import EvaluationError
 from runners.agents import AgentProgram, PatchAgent
 from task_registry.evaluation import find_agent, register_agent
 from task_registry.models import Agent, AgentCreate
@@ -47,7 +48,7 @@ _PATCH_OF: dict[ReferenceAgent, Callable[[TaskPatches], str]] = {
 }
 
 
-class NotAReferenceAgent(ValueError):
+class NotAReferenceAgent(EvaluationError, ValueError):
     """A built-in command naming no reference agent."""
 
 

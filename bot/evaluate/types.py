@@ -13,12 +13,13 @@ from datetime import date
 from enum import StrEnum
 
 from bot.evaluate.grading import RepoSetup
+from probewatch.errors import EvaluationError
 from runners.agents import DEFAULT_BUDGET_S
 from task_registry.scoring import SubmissionState, TaskScore
 from task_registry.types import ScoreSuite
 
 
-class EvalError(RuntimeError):
+class EvalError(EvaluationError):
     """An evaluation that cannot start: the message names what is wrong."""
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from http import HTTPStatus
 
 from fastapi import FastAPI, Request, Response, status
 from fastapi.responses import JSONResponse
@@ -81,14 +82,22 @@ def _add_health(app: FastAPI, context: AppContext) -> None:
 
 
 def _add_error_handlers(app: FastAPI) -> None:
+    """Domain errors become a 4xx with the message as detail; the most specific class wins."""
+    from probewatch.errors import ProbewatchError
     from task_registry.errors import AlreadyExists, InvalidTransition, NotFound
 
-    async def not_found(_: Request, exc: Exception) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=status.HTTP_404_NOT_FOUND)
+    codes = {
+        NotFound: status.HTTP_404_NOT_FOUND,
+        AlreadyExists: status.HTTP_409_CONFLICT,
+        InvalidTransition: status.HTTP_409_CONFLICT,
+        ProbewatchError: HTTPStatus.UNPROCESSABLE_ENTITY,
+    }
+    for kind, code in codes.items():
+        app.add_exception_handler(kind, _answer_with(code))
 
-    async def conflict(_: Request, exc: Exception) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=status.HTTP_409_CONFLICT)
 
-    app.add_exception_handler(NotFound, not_found)
-    app.add_exception_handler(AlreadyExists, conflict)
-    app.add_exception_handler(InvalidTransition, conflict)
+def _answer_with(code: int):  # type: ignore[no-untyped-def]
+    async def answer(_: Request, exc: Exception) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=code)
+
+    return answer

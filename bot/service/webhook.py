@@ -37,6 +37,7 @@ from bot.service.jobs.kinds import (
     mine_key,
     rerun_key,
 )
+from probewatch.errors import ConfigError, ServiceError
 from task_registry.deliveries import record_delivery, set_delivery_status
 from task_registry.jobs import enqueue_job
 from task_registry.models import JobCreate
@@ -56,11 +57,11 @@ class Command(StrEnum):
     ignore = "ignore"
 
 
-class WebhookConfigError(RuntimeError):
+class WebhookConfigError(ConfigError):
     """The webhook is enabled but has no secret to check signatures with."""
 
 
-class Rejected(Exception):
+class Rejected(ServiceError):
     """A delivery refused with an HTTP status and a reason; nothing is stored."""
 
     def __init__(self, status: int, reason: str) -> None:

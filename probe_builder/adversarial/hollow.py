@@ -18,11 +18,12 @@ from dataclasses import dataclass
 from probe_builder.gitio import TreeReader
 from probe_builder.material.diffs import FileDiff, join_diffs, render_file_diff
 from probe_builder.material.pysource import Definition, Edit, Source, apply_edits, touched_functions
+from probewatch.errors import BuildError
 
 HOLLOW_EXCEPTION = "NotImplementedError"
 
 
-class HollowError(ValueError):
+class HollowError(BuildError, ValueError):
     """A hollow patch that cannot be built or does not compile (names file and reason)."""
 
 

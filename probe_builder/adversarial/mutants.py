@@ -27,7 +27,7 @@ from probe_builder.adversarial.mutation_ops import (
 )
 from probe_builder.gitio import TreeReader
 from probe_builder.material.diffs import FileDiff, join_diffs, render_file_diff
-from probe_builder.material.pysource import Source, SourceError
+from probe_builder.material.pysource import Source, UnparsableSource
 from task_registry.types import PromiseCategory
 
 DEFAULT_MAX_PER_FILE = 7
@@ -238,7 +238,7 @@ def file_mutants(
         return []
     try:
         source = Source(file.path, text)
-    except SourceError:
+    except UnparsableSource:
         return []  # a file this Python cannot parse cannot be mutated by its syntax tree
     picked = _round_robin(best_per_line(source, mutable_lines(file, source)), max_per_file)
     base_text = None if file.is_new else base.read(file.old_path or file.path)

@@ -28,6 +28,7 @@ from datetime import datetime
 from enum import StrEnum
 from pathlib import Path, PurePosixPath
 
+from probewatch.errors import BuildError
 from runners.execute import execute
 from runners.overlay import TEST_FILE_GLOBS
 from runners.patches import matches_any
@@ -59,7 +60,7 @@ patch = _exit
 """
 
 
-class BaselineError(RuntimeError):
+class BaselineError(BuildError):
     """The golden patch cannot serve as the baseline: no original tests, or it fails them."""
 
 

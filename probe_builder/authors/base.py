@@ -21,10 +21,11 @@ from probe_builder.gitio import TreeReader
 from probe_builder.material.contract import Contract
 from probe_builder.material.diffs import FileDiff
 from probe_builder.promises.extract import ExtractedPromise
+from probewatch.errors import BuildError, ConfigError
 from task_registry.types import PatchSource, PromiseCategory
 
 
-class AuthorError(RuntimeError):
+class AuthorError(BuildError):
     """An author could not produce an answer (endpoint down, refused, timed out)."""
 
 
@@ -32,7 +33,7 @@ class AuthorResponseError(AuthorError):
     """The author answered, but not in the form asked for (the message says how)."""
 
 
-class UnknownAuthorError(KeyError):
+class UnknownAuthorError(ConfigError, KeyError):
     """No author is registered under that name."""
 
 

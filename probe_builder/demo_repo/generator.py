@@ -29,6 +29,7 @@ from probe_builder.demo_repo.history import (
     PlantedGap,
     PlantedMutation,
 )
+from probewatch.errors import BuildError
 from task_registry.types import PromiseCategory
 
 TEMPLATE_SUFFIX = ".txt"
@@ -44,7 +45,7 @@ GIT_OPTIONS = (
 )  # fmt: skip
 
 
-class DemoRepoError(RuntimeError):
+class DemoRepoError(BuildError):
     """The demo repository cannot be written where it was asked to go."""
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from probewatch.errors import BuildError
 from task_registry.types import PromiseCategory
 
 DEMO_REPO_NAME = "probewatch-demo/minirl"
@@ -33,7 +34,7 @@ class CommitSpec:
     removed: tuple[str, ...] = ()  # paths deleted in this commit
 
 
-class MutationNotFound(ValueError):
+class MutationNotFound(BuildError, ValueError):
     """The planted mutation's line is not (exactly once) in the text it should apply to."""
 
 

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from probe_builder.gitio import TreeReader
 from probe_builder.material.diffs import FileDiff
-from probe_builder.material.pysource import Source, SourceError, call_name, iter_definitions
+from probe_builder.material.pysource import Source, UnparsableSource, call_name, iter_definitions
 from probe_builder.material.signatures import class_attributes, is_dataclass_like
 
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -153,7 +153,7 @@ def new_flags(
         elif file.is_python:
             try:
                 source = Source(file.path, after)
-            except SourceError:
+            except UnparsableSource:
                 continue
             added = set(file.added_lines())
             flags.extend([*argparse_flags(source, added), *config_fields(source, added)])

@@ -26,7 +26,7 @@ from probe_builder.material.diffs import FileDiff
 from probe_builder.material.pysource import (
     Definition,
     Source,
-    SourceError,
+    UnparsableSource,
     dotted_name,
     iter_definitions,
     module_name,
@@ -205,7 +205,7 @@ def _base_qualnames(text: str | None, path: str) -> set[str]:
         return set()
     try:
         tree = Source(path, text).tree
-    except SourceError:
+    except UnparsableSource:
         return set()
     names = {d.qualname for d in iter_definitions(tree)}
     names.update(
@@ -280,13 +280,13 @@ def extract_contract(
     for path, text in sources.items():
         try:
             usages.append(usage_of(path, text))
-        except SourceError:
+        except UnparsableSource:
             continue  # a file this Python cannot parse cannot name anything for us
     symbols: list[ContractSymbol] = []
     for file in golden_files:
         if file.is_python and not file.is_deleted:
             try:
                 symbols.extend(file_symbols(file, base=base, head=head, usages=usages))
-            except SourceError:
+            except UnparsableSource:
                 continue
     return Contract(symbols=symbols, flags=new_flags(golden_files, base=base, head=head))

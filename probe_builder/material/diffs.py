@@ -16,13 +16,15 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from probewatch.errors import BuildError
+
 DEV_NULL = "/dev/null"
 NO_NEWLINE = "\\ No newline at end of file"
 _HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _ESCAPES = {"n": "\n", "t": "\t", '"': '"', "\\": "\\"}
 
 
-class DiffParseError(ValueError):
+class DiffParseError(BuildError, ValueError):
     """Text that is not a git unified diff (the message names the line)."""
 
 

@@ -12,11 +12,13 @@ import ast
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from probewatch.errors import BuildError
+
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 DefNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 
 
-class SourceError(ValueError):
+class UnparsableSource(BuildError, ValueError):
     """Source that does not parse; the message names the file and the line."""
 
 
@@ -39,7 +41,7 @@ class Source:
             self.tree = ast.parse(self.text, filename=self.path)
         except (SyntaxError, ValueError) as exc:
             line = getattr(exc, "lineno", None)
-            raise SourceError(f"{self.path}:{line}: does not parse: {exc}") from None
+            raise UnparsableSource(f"{self.path}:{line}: does not parse: {exc}") from None
         starts, total = [0], 0
         for line in self.text.splitlines(keepends=True):
             total += len(line)

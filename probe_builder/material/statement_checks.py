@@ -24,7 +24,7 @@ from enum import StrEnum
 from probe_builder.gitio import TreeReader
 from probe_builder.material.contract import Contract
 from probe_builder.material.diffs import FileDiff
-from probe_builder.material.pysource import Source, SourceError
+from probe_builder.material.pysource import Source, UnparsableSource
 
 DEFAULT_THRESHOLD = 8
 DEFAULT_PROBE_THRESHOLD = 6
@@ -144,7 +144,7 @@ def python_code_tokens(path: str, text: str, lines: Iterable[int] | None = None)
     try:
         skip = _docstring_lines(Source(path, text).tree)
         raw = list(tokenize.generate_tokens(io.StringIO(text).readline))
-    except (SourceError, tokenize.TokenError, SyntaxError):
+    except (UnparsableSource, tokenize.TokenError, SyntaxError):
         return [CodeToken(t, path) for t in tokens(text)]
     for token in raw:
         line = token.start[0]
@@ -237,7 +237,7 @@ def _tolerance_values(sources: Mapping[str, str]) -> dict[float, str]:
     for path, text in sources.items():
         try:
             tree = Source(path, text).tree
-        except SourceError:
+        except UnparsableSource:
             continue
         for node in ast.walk(tree):
             if not (isinstance(node, ast.keyword) and node.arg in TOLERANCE_KWARGS):

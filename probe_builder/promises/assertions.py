@@ -23,7 +23,7 @@ from probe_builder.gitio import TreeReader
 from probe_builder.material.diffs import FileDiff
 from probe_builder.material.pysource import (
     Source,
-    SourceError,
+    UnparsableSource,
     call_name,
     dotted_name,
     iter_definitions,
@@ -343,7 +343,7 @@ def profile_test_patch(test_files: Sequence[FileDiff], *, head: TreeReader) -> A
             continue
         try:
             profile = profile_source(file.path, text, None if file.is_new else file.added_lines())
-        except SourceError:
+        except UnparsableSource:
             unparsed.append(file.path)
             continue
         sites.extend(profile.assertions)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from probewatch.errors import RunnerError
 from runners.backends.placement import describe_capacity, describe_hardware, fits, unschedulable
 from runners.backends.serialize import (
     SerializationError,
@@ -55,7 +56,7 @@ IMAGE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 GPU_ULIMITS = (("memlock", -1, -1), ("stack", 64 * 1024**2, 64 * 1024**2))
 
 
-class DockerSpecError(ValueError):
+class DockerSpecError(RunnerError, ValueError):
     """A run that cannot be expressed as a container with this configuration."""
 
 

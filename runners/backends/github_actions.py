@@ -36,6 +36,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from probewatch.errors import RunnerError
 from runners.backends.placement import describe_capacity, describe_hardware, fits, unschedulable
 from runners.backends.serialize import (
     SerializationError,
@@ -137,7 +138,7 @@ class ActionsPool:
     run_details: bool = True  # ask the dispatch for the run id; off: always match by name
 
 
-class DispatchError(Exception):
+class DispatchError(RunnerError):
     """A run that could not be dispatched or followed; carries its fault."""
 
     def __init__(self, fault: Fault) -> None:

@@ -31,6 +31,7 @@ from datetime import datetime
 from functools import partial
 from pathlib import Path
 
+from probewatch.errors import RunnerError
 from runners.backends.serialize import (
     SerializationError,
     decode_inline,
@@ -68,7 +69,7 @@ JUNIT_ELEMENTS = {
 Runner = Callable[[RunRequest], RunResult]
 
 
-class RemoteError(Exception):
+class RemoteError(RunnerError):
     """A request this runner cannot take; becomes a fault result."""
 
     def __init__(self, kind: FaultKind, detail: str, retryable: bool = False) -> None:

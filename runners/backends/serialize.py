@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
+from probewatch.errors import RunnerError
 from runners.types import RunRequest, RunResult
 
 REQUEST_FORMAT = "probewatch.run-request"
@@ -47,7 +48,7 @@ SECRET_ENV_MARKERS = (
 _T = TypeVar("_T")
 
 
-class SerializationError(ValueError):
+class SerializationError(RunnerError, ValueError):
     """A document that is not a run request or result this code can read."""
 
 

@@ -19,9 +19,9 @@ from runners.env.config import EnvConfigError, EnvHome, RepoEnvConfig, RunnerOve
 from runners.env.errors import EnvError
 from runners.env.lock import GuardedPackageError, Lock, ResolutionError, resolve
 from runners.env.manifest import Manifest, Repair, RepairOutcome
-from runners.env.overlay import OverlayError, overlay_environment
+from runners.env.overlay import EnvOverlayError, overlay_environment
 from runners.env.prepare import EnvRequest, Prepared, prepare_environment
-from runners.env.sources import SourceError, read_requirements
+from runners.env.sources import RequirementsUnreadable, read_requirements
 from runners.env.store import collect_garbage, home_usage, list_environments
 
 __all__ = [
@@ -29,20 +29,20 @@ __all__ = [
     "EnvConfigError",
     "EnvError",
     "EnvHome",
+    "EnvOverlayError",
     "EnvRequest",
     "EnvironmentBuildError",
     "EnvironmentBusy",
     "GuardedPackageError",
     "Lock",
     "Manifest",
-    "OverlayError",
     "Prepared",
     "Repair",
     "RepairOutcome",
     "RepoEnvConfig",
+    "RequirementsUnreadable",
     "ResolutionError",
     "RunnerOverrides",
-    "SourceError",
     "collect_garbage",
     "ensure_environment",
     "environment_ref",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from probewatch.errors import RunnerError
 
-class EnvError(RuntimeError):
+
+class EnvError(RunnerError):
     """Something about a shared environment went wrong; the message says what."""

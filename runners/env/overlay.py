@@ -23,7 +23,7 @@ SHARED_PTH = "_probewatch_shared.pth"
 PIP_WRAPPER = '#!/bin/sh\nexec "$(dirname -- "$0")/python" -m pip "$@"\n'
 
 
-class OverlayError(EnvError):
+class EnvOverlayError(EnvError):
     """The per-run overlay could not be created."""
 
 
@@ -32,7 +32,7 @@ def site_packages(python: Path) -> Path:
     code = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
     done = subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        raise OverlayError(f"{python}: cannot read its site-packages: {done.stderr.strip()}")
+        raise EnvOverlayError(f"{python}: cannot read its site-packages: {done.stderr.strip()}")
     return Path(done.stdout.strip())
 
 
@@ -46,7 +46,7 @@ def overlay_environment(shared: EnvironmentRef, dest: Path) -> EnvironmentRef:
         check=False,
     )
     if done.returncode != 0:
-        raise OverlayError(f"venv {dest}: {done.stderr.strip()}")
+        raise EnvOverlayError(f"venv {dest}: {done.stderr.strip()}")
     python = dest / "bin" / "python"
     own = site_packages(python)
     # A fresh known-paths set: pip's build isolation re-runs this line and must see the
@@ -76,7 +76,7 @@ def _base_interpreter(venv: Path) -> Path:
         path = Path(cfg.get("home", "")) / name
         if cfg.get("home") and path.exists():
             return path
-    raise OverlayError(f"{venv}: pyvenv.cfg names no usable base interpreter")
+    raise EnvOverlayError(f"{venv}: pyvenv.cfg names no usable base interpreter")
 
 
 def _pyvenv_cfg(venv: Path) -> dict[str, str]:

@@ -24,7 +24,7 @@ from runners.env.errors import EnvError
 from runners.env.setup_py import static_setup_requirements
 
 
-class SourceError(EnvError):
+class RequirementsUnreadable(EnvError):
     """The commit or a file in it could not be read."""
 
 
@@ -87,7 +87,9 @@ class _GitReader:
             ["git", "-C", str(self.repo), *args], capture_output=True, text=True, check=False
         )
         if done.returncode != 0:
-            raise SourceError(f"git {' '.join(args)} in {self.repo}: {done.stderr.strip()}")
+            raise RequirementsUnreadable(
+                f"git {' '.join(args)} in {self.repo}: {done.stderr.strip()}"
+            )
         return done.stdout
 
 
@@ -111,7 +113,7 @@ def _collect_pyproject(
     try:
         project = tomllib.loads(reader.show("pyproject.toml")).get("project", {})
     except tomllib.TOMLDecodeError as exc:
-        raise SourceError(f"pyproject.toml at {reader.commit}: {exc}") from None
+        raise RequirementsUnreadable(f"pyproject.toml at {reader.commit}: {exc}") from None
     if config.use_pyproject:
         lines = list(project.get("dependencies", []))
         optional = project.get("optional-dependencies", {})

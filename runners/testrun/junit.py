@@ -17,6 +17,7 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from probewatch.errors import RunnerError
 from runners.types import TestCaseResult, TestStatus
 
 # Properties the injected plugin writes (runners/testrun/pytest_plugin.py keeps the same names).
@@ -36,7 +37,7 @@ _SEVERITY = (
 _XFAIL_TYPE = "pytest.xfail"
 
 
-class JunitError(ValueError):
+class JunitError(RunnerError, ValueError):
     """The file is not a JUnit XML report."""
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from github import Auth, Github, GithubException, GithubIntegration, GithubRetry
 
 from bot.settings import Settings
+from probewatch.errors import ConfigError
 
 # Methods the transport may repeat on its own: none of them creates something twice.
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "PUT", "PATCH", "DELETE", "OPTIONS"})
@@ -33,7 +34,7 @@ SECRET_PATTERNS = (
 GITHUB_LOGGERS = ("github", "github.Requester", "github.GithubRetry", "urllib3.connectionpool")
 
 
-class GitHubAuthError(RuntimeError):
+class GitHubAuthError(ConfigError):
     """No usable GitHub credentials, or the App is not installed on a repository."""
 
 

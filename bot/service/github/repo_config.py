@@ -16,13 +16,15 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from probewatch.errors import ConfigError
+
 if TYPE_CHECKING:
     from github.Repository import Repository
 
 CONFIG_PATH = ".github/probewatch.yml"
 
 
-class RepoConfigError(ValueError):
+class RepoConfigError(ConfigError, ValueError):
     """An in-repo configuration that cannot be used."""
 
     def __init__(self, source: str, key: str, reason: str) -> None:

@@ -44,6 +44,7 @@ from bot.service.jobs.kinds import (
 )
 from bot.settings import Settings
 from bot.watchfile import WatchedRepo
+from probewatch.errors import ServiceError
 from task_registry.db import session_scope
 from task_registry.deliveries import find_delivery
 from task_registry.jobs import enqueue_job
@@ -60,7 +61,7 @@ from task_registry.reports import (
 from task_registry.types import ReportStatus, utcnow
 
 
-class JobRejected(RuntimeError):
+class JobRejected(ServiceError):
     """The job cannot run as asked (unknown repo, bad payload); retrying will not help."""
 
 
