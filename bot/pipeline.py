@@ -6,8 +6,8 @@ into its coverage table. Jobs call only these, so a stage that lands in its own
 package changes one function here and nothing in the worker, the webhook or the
 report.
 
-Mining one PR judges it with ``pr_miner``'s filters and ranking and stores the
-candidate; ``ensure_task`` builds and validates the task of an accepted
+Mining one PR goes through ``pr_miner`` as polling does (same conversion, revert
+history and auto-accept rule); ``ensure_task`` builds and validates the task of an accepted
 candidate with probe_builder (the survivors are the report's evidence), and
 ``build_and_validate`` reads the coverage table they stored.
 """
@@ -23,32 +23,20 @@ from sqlmodel import Session
 from bot.report.coverage import CoverageTable, coverage_from_registry
 from bot.report.render import RenderedReport, full_report_url, render_report
 from bot.watchfile import WatchedRepo, mining_config
-from probewatch.errors import ServiceError
-from task_registry.candidates import decide_candidate, find_candidate, upsert_candidate
-from task_registry.models import RepoCreate
+from task_registry.candidates import find_candidate
 from task_registry.reports import get_or_create_report, save_report
-from task_registry.repos import find_repo, get_cursor, get_or_create_repo
+from task_registry.repos import find_repo, get_cursor
 from task_registry.swebench import instance_id_for
 from task_registry.tasks import find_task
-from task_registry.types import CursorSource, Decision, DescriptionSource, PRKind, ReportStatus
+from task_registry.types import CursorSource, Decision, PRKind, ReportStatus
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from github import Github
-    from github.PullRequest import PullRequest
-    from github.Repository import Repository
     from sqlalchemy.engine import Engine
 
-    from pr_miner.config import MiningConfig
-    from pr_miner.selection.judge import Judged
-    from pr_miner.types import FileChange, MergedPR
     from probe_builder.pipeline import RepoSettings
-    from task_registry.models import CandidatePR
-
-
-class PipelineError(ServiceError):
-    """A stage cannot go on with this PR; the message says why."""
 
 
 @dataclass(frozen=True)
@@ -60,80 +48,22 @@ class MinedPR:
     reason: str | None = None
 
 
-def mine_one_pr(
-    *, session: Session, repo: Repository, watched: WatchedRepo, number: int
-) -> MinedPR:
-    """Fetch one PR, judge it with the miner's filters and store it as a candidate.
+def mine_one_pr(*, engine: Engine, client: Github, watched: WatchedRepo, number: int) -> MinedPR:
+    """Mine one merged PR (a webhook said it merged) through the miner's GitHub source: judged
+    and stored exactly as a poll would, with the registry's revert history."""
+    from pr_miner.mining import mine_pull
+    from pr_miner.sources.github_source import GitHubSource
 
-    Adapter until ``pr_miner`` exposes mining a single PR through its GitHub source.
-    """
-    from pr_miner.records import to_create
-    from pr_miner.selection.judge import judge
-    from pr_miner.selection.reverts import RevertIndex
-
-    pull = repo.get_pull(number)
-    if not pull.merged:
-        raise PipelineError(f"{watched.name}#{number} is not merged")
-    judged = judge(_merged_pr(pull), _files(pull), mining_config(watched), RevertIndex([]))
-    row = get_or_create_repo(
-        session=session,
-        repo_in=RepoCreate(full_name=watched.name, default_branch=watched.default_branch),
+    judged = mine_pull(
+        engine=engine,
+        repo=watched.name,
+        source=GitHubSource(client, watched.name, watched.default_branch),
+        number=number,
+        config=mining_config(watched),
+        default_branch=watched.default_branch,
     )
-    assert row.id is not None
-    candidate = upsert_candidate(session=session, candidate_in=to_create(judged, row.id))
-    _auto_accept(session, candidate, judged, mining_config(watched))
-    return MinedPR(
-        watched.name, number, pull.merge_commit_sha, judged.verdict.passed, judged.verdict.reason
-    )
-
-
-def _auto_accept(
-    session: Session, candidate: CandidatePR, judged: Judged, config: MiningConfig
-) -> None:
-    """The watch file's auto_accept rule, as mining applies it: undecided survivors only."""
-    from pr_miner.selection.ranking import AUTO_ACCEPTED_BY, auto_accept_reason
-
-    undecided = candidate.decision == Decision.pending and candidate.decided_at is None
-    reason = auto_accept_reason(config, judged.core_share) if judged.verdict.passed else None
-    if undecided and reason is not None and candidate.id is not None:
-        decide_candidate(
-            session=session,
-            candidate_id=candidate.id,
-            decision=Decision.accepted,
-            reason=reason,
-            decided_by=AUTO_ACCEPTED_BY,
-        )
-
-
-def _merged_pr(pull: PullRequest) -> MergedPR:
-    from pr_miner.types import MergedPR, PRRef, PRStyle
-
-    return MergedPR(
-        ref=PRRef(PRKind.github, pull.number),
-        title=pull.title or "",
-        body=pull.body or "",
-        description_source=DescriptionSource.api,
-        merged_at=pull.merged_at or datetime.now(UTC),
-        merge_sha=pull.merge_commit_sha,
-        base_sha=pull.base.sha,
-        author=pull.user.login if pull.user else None,
-        labels=tuple(label.name for label in pull.labels),
-        style=PRStyle.api,
-    )
-
-
-def _files(pull: PullRequest) -> tuple[FileChange, ...]:
-    from pr_miner.types import FileChange
-
-    return tuple(
-        FileChange(
-            path=f.filename,
-            additions=f.additions,
-            deletions=f.deletions,
-            old_path=f.previous_filename,
-        )
-        for f in pull.get_files()
-    )
+    verdict = judged.verdict
+    return MinedPR(watched.name, number, judged.pr.merge_sha, verdict.passed, verdict.reason)
 
 
 # A repository polled for the first time is mined this far back; later polls start at the cursor.

@@ -8,6 +8,7 @@ cursor (:mod:`pr_miner.store`). Stored candidates that the new history touches
 (a later revert, a reapply, a follow-up) are judged again, so a PR reverted
 after it was mined does not stay a survivor. Without ``since`` the run starts
 at the cursor; re-mining a window writes nothing that has not changed.
+``mine_pull`` does the same for one PR a webhook reported, without moving the cursor.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from pr_miner.report import MiningReport, QuotaReport, funnel, summarise
 from pr_miner.selection.judge import Judged, judge
 from pr_miner.selection.layout import ProgramSource, UnchangedPrograms
 from pr_miner.selection.reverts import RevertIndex
-from pr_miner.sources.base import PRSource, Scan, ScanRequest
+from pr_miner.sources.base import PRSource, PullSource, Scan, ScanRequest
 from pr_miner.store import BatchProgress, CandidateWriter
 from pr_miner.types import FileChange, HistoryEntry, MergedPR, PRRef
 from task_registry.candidates import list_candidates
@@ -89,6 +90,40 @@ def mine(
     _rejudge_stored(scan, registry, config, reverts, writer, source)
     writer.finish(scan.final_cursor)
     return _report(repo, source, request, scan, config, judged, writer)
+
+
+def mine_pull(
+    *,
+    engine: Engine,
+    repo: str,
+    source: PullSource,
+    number: int,
+    config: MiningConfig,
+    default_branch: str = "main",
+) -> Judged:
+    """Mine the one merged PR ``number`` (a webhook said it merged) and store it.
+
+    It is judged exactly as a poll judges it: the same conversion, the same revert history
+    (the registry's stored PRs), the same auto-accept rule; stored PRs it reverts or follows
+    up are judged again. The source's cursor does not move: a later poll lists the PR again,
+    finds it stored and writes nothing.
+    """
+    registry = _read_registry(engine, repo, source)
+    scan = source.scan_pull(number)
+    reverts = RevertIndex(_history(scan, registry))
+    writer = CandidateWriter(
+        engine=engine,
+        repo=RepoCreate(full_name=repo, default_branch=default_branch),
+        repo_id=registry.repo_id,
+        cursor_source=source.cursor_source,
+        config=config,
+        stored=dict(registry.stored),
+        cursor=registry.cursor,
+    )
+    judged = _judge_window(scan, source, config, reverts, writer)
+    _rejudge_stored(scan, registry, config, reverts, writer, source)
+    writer.finish(None)
+    return judged[0]
 
 
 def _read_registry(engine: Engine, repo: str, source: PRSource) -> _Registry:

@@ -15,10 +15,11 @@ from pr_miner.errors import (
     GitHubAuthFailed,
     GitHubTokenMissing,
     GitHubUnavailable,
+    NotMerged,
     QuotaExhausted,
     UnknownRepository,
 )
-from pr_miner.mining import mine
+from pr_miner.mining import mine, mine_pull
 from pr_miner.report import MiningReport
 from pr_miner.sources.github_client import GitHubClientConfig, make_client
 from pr_miner.sources.github_source import STAYS, GitHubCursor, GitHubSource
@@ -231,6 +232,51 @@ def test_a_revert_pr_rejects_the_pr_it_reverts_even_on_a_later_poll(
     assert rows[2].failed_filter == "not_reverted" and "is itself a revert" in (
         rows[2].filter_reason or ""
     )
+
+
+def test_one_pull_from_a_webhook_is_judged_with_the_stored_revert_history(
+    engine: Engine, emulator: GitHubEmulator
+) -> None:
+    seed(emulator, 1, hours=1, title="Add paged cache")
+    run(engine, emulator)
+    cursor = stored_cursor(engine)
+    seed(emulator, 2, hours=5, title='Revert "Add paged cache"', body="Reverts acme/widgets#1")
+    judged = mine_pull(
+        engine=engine, repo=REPO, source=source(emulator), number=2, config=MiningConfig()
+    )
+
+    rows = stored(engine)
+    assert judged.verdict.reason and "is itself a revert" in judged.verdict.reason
+    assert rows[2].failed_filter == "not_reverted"
+    assert rows[1].failed_filter == "not_reverted"  # the stored PR it reverts, judged again
+    assert stored_cursor(engine) == cursor  # a later poll still lists PR 2
+
+
+def test_one_pull_reverted_before_its_webhook_is_judged_as_a_poll_would(
+    engine: Engine, emulator: GitHubEmulator
+) -> None:
+    seed(emulator, 1, hours=1, title="Add paged cache")
+    seed(emulator, 2, hours=5, title='Revert "Add paged cache"', body="Reverts acme/widgets#1")
+    polled = run(engine, emulator)
+    assert polled.created == 2
+    by_poll = stored(engine)[1]
+    judged = mine_pull(
+        engine=engine, repo=REPO, source=source(emulator), number=1, config=MiningConfig()
+    )
+
+    assert (judged.verdict.passed, judged.verdict.failed_filter) == (False, "not_reverted")
+    assert stored(engine)[1].filter_reason == by_poll.filter_reason
+
+
+def test_one_pull_that_is_not_merged_is_refused_and_stores_nothing(
+    engine: Engine, emulator: GitHubEmulator
+) -> None:
+    seed(emulator, 3, hours=1, merged=False)
+    with pytest.raises(NotMerged, match="#3 is not merged"):
+        mine_pull(
+            engine=engine, repo=REPO, source=source(emulator), number=3, config=MiningConfig()
+        )
+    assert stored(engine) == {}
 
 
 def test_a_secondary_rate_limit_with_retry_after_is_waited_out(

@@ -65,6 +65,12 @@ class PRSource(Protocol):
     def quota(self) -> QuotaState | None: ...
 
 
+class PullSource(PRSource, Protocol):
+    """A source that can also fetch one merged PR by number (a webhook said it merged)."""
+
+    def scan_pull(self, number: int) -> Scan: ...
+
+
 # Registry of sources by cursor kind, as "module:attribute" so that naming a source never
 # imports PyGithub for a git-only run.
 SOURCES: dict[CursorSource, str] = {

@@ -21,7 +21,7 @@ from typing import Any
 import github
 from github.PullRequest import PullRequest
 
-from pr_miner.errors import BadCursor, EmptyRange
+from pr_miner.errors import BadCursor, EmptyRange, NotMerged
 from pr_miner.sources.base import QuotaState, Scan, ScanRequest
 from pr_miner.sources.github_client import github_errors, reset_time
 from pr_miner.types import FileChange, HistoryEntry, MergedPR, PRRef, PRStyle
@@ -158,6 +158,24 @@ class GitHubSource:
             if len(fresh) < len(page) or next_url is None:
                 return _Listing(items, first_etag, not_modified=False)
             response_headers, page = self.client.requester.requestJsonAndCheck("GET", next_url)
+
+    def scan_pull(self, number: int) -> Scan:
+        """One PR a webhook said merged, as a scan of its own: the same conversion as a poll's,
+        and no cursor move (the poll that lists it later finds it stored and unchanged)."""
+        with github_errors(self.repo, self.client):
+            _, item = self.client.requester.requestJsonAndCheck(
+                "GET", f"/repos/{self.repo}/pulls/{number}"
+            )
+        if not item.get("merged_at"):
+            raise NotMerged(f"{self.repo}#{number} is not merged")
+        self._raw[number] = item
+        return Scan(
+            prs=[_merged_pr(item, None)],
+            history=[_history_entry(item)],
+            scanned=1,
+            scanned_label="merged PR",
+            quota=self.quota(),
+        )
 
     # --- files -------------------------------------------------------------------------
 

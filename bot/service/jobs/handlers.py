@@ -96,9 +96,8 @@ class JobHandler(Protocol):
 def mine_pr(ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
     job = PRPayload.model_validate(payload)
     watched = ctx.watched(job.repo)
-    gh_repo = ctx.github.for_repo(job.repo).get_repo(job.repo)
-    with ctx.session() as session:
-        mined = mine_one_pr(session=session, repo=gh_repo, watched=watched, number=job.number)
+    client = ctx.github.for_repo(job.repo)
+    mined = mine_one_pr(engine=ctx.app.engine, client=client, watched=watched, number=job.number)
     if mined.passed:
         follow = PRPayload(repo=job.repo, number=job.number, merge_sha=mined.merge_sha)
         ctx.enqueue(JobKind.build_report, follow, followup_key(JobKind.build_report, ctx.job_id))
