@@ -1,15 +1,15 @@
 """The pipeline stages the bot drives, each behind one function.
 
 ``mine_one_pr`` mines a single merged PR (a webhook said it merged), ``poll_merged``
-mines the PRs merged since the last poll, and ``build_and_validate`` turns a mined PR
-into its coverage table. Jobs call only these, so a stage that lands in its own
+mines the PRs merged since the last poll, and ``ensure_task`` builds and validates the
+task of an accepted candidate. Jobs call only these, so a stage that lands in its own
 package changes one function here and nothing in the worker, the webhook or the
 report.
 
 Mining one PR goes through ``pr_miner`` as polling does (same conversion, revert
-history and auto-accept rule); ``ensure_task`` builds and validates the task of an accepted
-candidate with probe_builder (the survivors are the report's evidence), and
-``build_and_validate`` reads the coverage table they stored.
+history and auto-accept rule); ``ensure_task`` builds and validates with probe_builder,
+which stores the task's coverage table (the survivors are the report's evidence); the
+report reads that stored table (``bot.report.store``).
 """
 
 from __future__ import annotations
@@ -20,15 +20,12 @@ from typing import TYPE_CHECKING
 
 from sqlmodel import Session
 
-from bot.report.coverage import CoverageTable, coverage_from_registry
-from bot.report.render import RenderedReport, full_report_url, render_report
 from bot.watchfile import WatchedRepo, mining_config
 from task_registry.candidates import find_candidate
-from task_registry.reports import get_or_create_report, save_report
 from task_registry.repos import find_repo, get_cursor
 from task_registry.swebench import instance_id_for
 from task_registry.tasks import find_task
-from task_registry.types import CursorSource, Decision, PRKind, ReportStatus
+from task_registry.types import CursorSource, Decision, PRKind
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -153,58 +150,3 @@ def _decision(session: Session, repo: str, number: int) -> Decision | None:
         return None
     candidate = find_candidate(session=session, repo_id=row.id, number=number)
     return Decision(candidate.decision) if candidate else None
-
-
-def build_and_validate(*, session: Session, repo: str, number: int) -> CoverageTable | None:
-    """The coverage table of a merged PR's task, or None when no task exists for it yet.
-
-    ``ensure_task`` builds and validates it first; this reads what they stored.
-    """
-    task = find_task(session=session, instance_id=instance_id_for(repo, number))
-    if task is None:
-        return None
-    return coverage_from_registry(session, task)
-
-
-@dataclass(frozen=True)
-class StoredReport:
-    rendered: RenderedReport
-    written: bool  # False: the stored body was already this one
-
-
-def store_report(
-    *,
-    session: Session,
-    table: CoverageTable,
-    repo: str,
-    number: int,
-    public_url: str,
-    dry_run: bool,
-    merge_sha: str | None = None,
-    status: ReportStatus | None = None,
-    skip_reason: str | None = None,
-) -> StoredReport:
-    """Render the PR's report from its coverage table and store it on the PR's one report row.
-
-    Posting is a separate step (the post_report job); ``status`` and ``skip_reason`` are set
-    here only by callers that never post (the demo's dry run).
-    """
-    rendered = render_report(table, full_url=full_report_url(public_url, repo, number))
-    report = get_or_create_report(session=session, repo=repo, pull_number=number)
-    written = report.body_hash != rendered.body_hash
-    fields: dict[str, object] = {}
-    if status is not None:
-        fields.update(status=status, skip_reason=skip_reason)
-    save_report(
-        session=session,
-        report=report,
-        task_id=table.task_id,
-        merge_sha=table.merge_commit or merge_sha,
-        body=rendered.body,
-        body_hash=rendered.body_hash,
-        summary=rendered.summary,
-        actionable=rendered.actionable,
-        dry_run=dry_run,
-        **fields,
-    )
-    return StoredReport(rendered, written)

@@ -31,8 +31,8 @@ from probe_builder.adversarial.survivors import (
     Variant,
     search_survivors,
 )
-from probe_builder.coverage import ControlRef
 from runners.types import Outcome, PatchSpec, TestStatus
+from task_registry.coverage import ControlRef
 from task_registry.types import Control, PromiseCategory, Suite
 
 GOLDEN_REPEATS = 3

@@ -1,12 +1,12 @@
-"""Coverage table: promise -> PR-test verdict -> probes -> rejected controls -> survivors.
+"""Deriving the coverage table a task stores, and rendering it for ``probewatch show``.
 
-One row per promise: whether the PR's own tests check it, which probes
-defend it and which controls (snapshot, hollow, each adversarial) each of
-those probes rejects, and which adversarial patches of the promise's
-category survive the PR's original tests (the evidence for a maintainer). A
-probe is *redundant* when every control it rejects is already rejected by
-the original tests. The table is a pydantic model (stored as JSON on the
-task) and renders with rich.
+The table's model lives with the task it is stored on (``task_registry.coverage``);
+here it is derived, once per build and per validation. The one survivor rule: an
+adversarial patch is evidence against a promise when it survives the PR's original
+tests and either its category is the promise's or an accepted probe written for the
+promise rejects it (a mechanical mutant's category is a guess from the code it
+touches; a probe of the promise failing on it is evidence). A probe is *redundant*
+when every control it rejects is already rejected by the original tests.
 """
 
 from __future__ import annotations
@@ -14,79 +14,22 @@ from __future__ import annotations
 import io
 from collections.abc import Iterable, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from probe_builder.promises.extract import ExtractedPromise
 from probe_builder.promises.verdicts import PromiseCheck
-from task_registry.types import Control, PatchSource, ProbeStatus, PromiseCategory, PromiseVerdict
+from task_registry.coverage import (
+    AdversarialCoverage,
+    ControlRef,
+    CoverageTable,
+    ProbeCoverage,
+    PromiseCoverage,
+)
+from task_registry.types import Control, ProbeStatus
 
 QUOTE_WIDTH = 70
-
-
-class ControlRef(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    kind: Control
-    adversarial: str | None = None  # the adversarial patch's id when kind is adversarial
-
-    @property
-    def label(self) -> str:
-        return f"{self.kind}:{self.adversarial}" if self.adversarial else str(self.kind)
-
-
-class ProbeCoverage(BaseModel):
-    path: str
-    promise_position: int | None = None
-    status: ProbeStatus = ProbeStatus.proposed
-    rejection_reason: str | None = None
-    golden_passes: int = 0  # out of golden_runs, no skip allowed
-    golden_runs: int = 0
-    rejects: list[ControlRef] = Field(default_factory=list)
-    redundant: bool = False
-
-
-class AdversarialCoverage(BaseModel):
-    id: str
-    source: PatchSource = PatchSource.mechanical
-    operator: str
-    path: str = ""
-    line: int | None = None
-    promise_category: PromiseCategory | None = None
-    description: str = ""
-    survives_original: bool | None = None  # None: not run against the original tests yet
-    rejected_by: list[str] = Field(default_factory=list)  # probe paths
-
-
-class PromiseCoverage(BaseModel):
-    position: int
-    category: PromiseCategory
-    quote: str
-    quantity: str | None = None
-    verdict: PromiseVerdict | None = None
-    evidence: str = ""
-    probes: list[str] = Field(default_factory=list)
-    survivors: list[str] = Field(default_factory=list)  # adversarial ids
-
-
-class CoverageTable(BaseModel):
-    instance_id: str
-    promises: list[PromiseCoverage] = Field(default_factory=list)
-    probes: list[ProbeCoverage] = Field(default_factory=list)
-    adversarials: list[AdversarialCoverage] = Field(default_factory=list)
-    original_rejects: list[ControlRef] = Field(default_factory=list)
-    notes: list[str] = Field(default_factory=list)
-
-    def survivors(self) -> list[AdversarialCoverage]:
-        return [a for a in self.adversarials if a.survives_original]
-
-    def redundant_probes(self) -> list[ProbeCoverage]:
-        return [p for p in self.probes if p.redundant]
-
-    def probe(self, path: str) -> ProbeCoverage | None:
-        return next((p for p in self.probes if p.path == path), None)
 
 
 def is_redundant(probe: ProbeCoverage, original_rejects: Iterable[ControlRef]) -> bool:

@@ -45,7 +45,6 @@ from probe_builder.adversarial.survivors import (
     TaskRunSpec,
 )
 from probe_builder.authors.base import Author, AuthorError, AuthorRequest
-from probe_builder.coverage import CoverageTable
 from probe_builder.gitio import GitError, GitTree, run_git
 from probe_builder.material.assemble import PullRequest, TaskMaterial, build_material
 from probe_builder.material.diffs import DiffParseError, parse_diff
@@ -66,6 +65,7 @@ from probe_builder.task_records import (
     store_validation,
 )
 from runners.types import Backend, EnvironmentRef, Hardware, Outcome
+from task_registry.coverage import CoverageTable
 from task_registry.db import session_scope
 from task_registry.types import PromiseCategory
 

@@ -28,13 +28,7 @@ from probe_builder.acceptance import (
     ProbeOutcome,
 )
 from probe_builder.adversarial.survivors import ControlRun
-from probe_builder.coverage import (
-    AdversarialCoverage,
-    CoverageTable,
-    ProbeCoverage,
-    PromiseCoverage,
-    build_coverage_table,
-)
+from probe_builder.coverage import build_coverage_table
 from probe_builder.material.assemble import TaskMaterial
 from probe_builder.material.contract import Contract
 from probe_builder.promises.extract import ExtractedPromise
@@ -42,6 +36,12 @@ from probe_builder.promises.verdicts import PromiseCheck
 from probewatch.errors import BuildError
 from runners.types import Outcome
 from task_registry.candidates import find_candidate
+from task_registry.coverage import (
+    AdversarialCoverage,
+    CoverageTable,
+    ProbeCoverage,
+    PromiseCoverage,
+)
 from task_registry.models import (
     AdversarialPatch,
     AdversarialPatchCreate,

@@ -20,9 +20,11 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
 from sqlmodel import Session, select
 
 from probewatch.errors import RegistryError
+from task_registry.coverage import CoverageTable, PromiseCoverage, stored_coverage
 from task_registry.models import (
     AdversarialPatch,
     AdversarialPatchCreate,
@@ -155,8 +157,16 @@ def task_to_row(*, session: Session, task: Task, include_hidden: bool) -> dict[s
         row["adversarial_patches"] = json.dumps(
             [_adversarial_dict(a, probes) for a in adversarials], ensure_ascii=False
         )
-        row["coverage"] = json.dumps(task.coverage, sort_keys=True, ensure_ascii=False)
+        row["coverage"] = _portable_coverage(task, adversarials)
     return row
+
+
+def _portable_coverage(task: Task, adversarials: Sequence[AdversarialPatch]) -> str:
+    """The stored table with each adversarial named by its place in ``adversarial_patches``:
+    registry ids mean nothing in another registry."""
+    places = {str(row.id): str(index) for index, row in enumerate(adversarials)}
+    table = stored_coverage(task).with_adversarial_ids(places)
+    return json.dumps(table.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
 
 
 def _promise_dict(promise: Promise) -> dict[str, Any]:
@@ -206,7 +216,7 @@ class _Parsed:
     promises: list[dict[str, Any]]
     probes: list[dict[str, Any]]
     adversarials: list[dict[str, Any]]
-    coverage: dict[str, Any] | None
+    coverage: CoverageTable
 
 
 def import_jsonl(
@@ -288,13 +298,53 @@ def _parse_row(row: Any) -> _Parsed:
         areas=_json_field(row, "areas", []),
         status=TaskStatus(row.get("task_status") or TaskStatus.candidate),
     )
+    adversarials = _json_field(row, "adversarial_patches", [])
     return _Parsed(
         task=task,
         promises=_json_field(row, "promises", []),
         probes=_json_field(row, "probes", []),
-        adversarials=_json_field(row, "adversarial_patches", []),
-        coverage=_json_field(row, "coverage", None),
+        adversarials=adversarials,
+        coverage=_coverage_field(row, len(adversarials))
+        or _promises_table(task.instance_id, _json_field(row, "promises", [])),
     )
+
+
+def _promises_table(instance_id: str, promises: list[dict[str, Any]]) -> CoverageTable:
+    """A row without hidden material says only the promises and their verdicts."""
+    return CoverageTable(
+        instance_id=instance_id,
+        promises=[
+            PromiseCoverage(
+                position=index,
+                category=promise["category"],
+                quote=promise["quote"],
+                quantity=promise.get("quantity"),
+                verdict=promise.get("verdict"),
+            )
+            for index, promise in enumerate(promises)
+        ],
+    )
+
+
+def _coverage_field(row: dict[str, Any], adversarials: int) -> CoverageTable | None:
+    """The stored coverage table, checked against its model; its adversarials are named by
+    their place in the row's ``adversarial_patches`` (the new rows' ids replace them)."""
+    raw = _json_field(row, "coverage", None)
+    if raw is None:
+        return None
+    try:
+        table = CoverageTable.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise ValueError(f"field coverage: {where}: {first['msg']}") from None
+    places = sorted(a.id for a in table.adversarials)
+    if places != sorted(str(index) for index in range(adversarials)):
+        raise ValueError(
+            f"field coverage: its adversarials must be named by their place in "
+            f"adversarial_patches (0 to {adversarials - 1}), not {', '.join(places) or 'none'}"
+        )
+    return table
 
 
 def _parse_time(value: Any) -> datetime:
@@ -342,8 +392,6 @@ def _json_field(row: dict[str, Any], name: str, default: Any) -> Any:
 def _store(session: Session, item: _Parsed) -> None:
     task = create_task(session=session, task_in=item.task)
     assert task.id is not None
-    if item.coverage is not None:
-        task.coverage = item.coverage
     promise_ids = [
         add_promise(
             session=session,
@@ -368,6 +416,7 @@ def _store(session: Session, item: _Parsed) -> None:
         created.status = ProbeStatus(probe.get("status", ProbeStatus.proposed))
         assert created.id is not None
         probe_ids[created.path] = created.id
+    new_ids = []
     for adversarial in item.adversarials:
         fields = {
             k: v for k, v in adversarial.items() if k not in ("rejected_by", "survives_original")
@@ -379,6 +428,11 @@ def _store(session: Session, item: _Parsed) -> None:
         row.rejected_by = [
             probe_ids[p] for p in adversarial.get("rejected_by", []) if p in probe_ids
         ]
+        new_ids.append(str(row.id))
+    places = {str(index): new for index, new in enumerate(new_ids)}
+    table = item.coverage.with_adversarial_ids(places)
+    task.coverage = table.model_dump(mode="json")
+    session.add(task)
     session.flush()
 
 

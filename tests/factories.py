@@ -6,6 +6,10 @@ from datetime import UTC, datetime
 
 from sqlmodel import Session
 
+from probe_builder.coverage import build_coverage_table
+from probe_builder.promises.extract import ExtractedPromise
+from probe_builder.promises.verdicts import PromiseCheck
+from task_registry.coverage import AdversarialCoverage, ControlRef, ProbeCoverage
 from task_registry.models import (
     AdversarialPatchCreate,
     ProbeCreate,
@@ -15,7 +19,14 @@ from task_registry.models import (
 )
 from task_registry.swebench import instance_id_for
 from task_registry.tasks import add_adversarial, add_probe, add_promise, create_task
-from task_registry.types import PatchSource, ProbeStatus, TaskStatus
+from task_registry.types import (
+    Control,
+    PatchSource,
+    ProbeStatus,
+    PromiseCategory,
+    PromiseVerdict,
+    TaskStatus,
+)
 
 GOLDEN = """diff --git a/pkg/sync.py b/pkg/sync.py
 --- a/pkg/sync.py
@@ -41,9 +52,15 @@ new file mode 100644
 
 
 def make_task(
-    session: Session, number: int, *, repo: str = "acme/infra-lib", **fields: object
+    session: Session,
+    number: int,
+    *,
+    repo: str = "acme/infra-lib",
+    adversarial_category: str = "resource.traffic",
+    **fields: object,
 ) -> Task:
-    """A built task with two promises, one accepted probe and one surviving adversarial."""
+    """A built task with two promises, one accepted probe and one surviving adversarial, and
+    the coverage table validation stores for them."""
     task_in = TaskCreate(
         instance_id=instance_id_for(repo, number),
         repo=repo,
@@ -111,14 +128,64 @@ def make_task(
             operator="force_branch_true",
             file="pkg/sync.py",
             line=4,
-            promise_category="resource.traffic",
+            promise_category=adversarial_category,
             description="if c: → if True: sends every parameter",
             patch=GOLDEN.replace("if value.version != _sent.get(name):", "if True:"),
         ),
     )
     adversarial.survives_original = True
     adversarial.rejected_by = [probe.id]  # type: ignore[list-item]
-    task.coverage = {"promises": [{"category": "resource.traffic", "probes": [probe.path]}]}
+    task.coverage = _coverage(task, probe.path, str(adversarial.id), adversarial_category)
     session.add_all([probe, adversarial, task])
     session.flush()
     return task
+
+
+def _coverage(task: Task, probe: str, adversarial: str, category: str) -> dict[str, object]:
+    checks = [
+        PromiseCheck(
+            ExtractedPromise(
+                category=PromiseCategory.traffic,
+                quote="reduces weight-sync traffic",
+                quantity="only changed parameters",
+                position=0,
+            ),
+            PromiseVerdict.unchecked,
+            "no assertion on the traffic",
+        ),
+        PromiseCheck(
+            ExtractedPromise(
+                category=PromiseCategory.functional, quote="final weights match", position=1
+            ),
+            PromiseVerdict.checked,
+            "tests/test_sync.py::test_sync_final_weights",
+        ),
+    ]
+    rejects = [ControlRef(kind=Control.snapshot), ControlRef(kind=Control.hollow)]
+    rejects.append(ControlRef(kind=Control.adversarial, adversarial=adversarial))
+    table = build_coverage_table(
+        task.instance_id,
+        checks,
+        probes=[
+            ProbeCoverage(
+                path=probe,
+                promise_position=0,
+                status=ProbeStatus.accepted,
+                golden_passes=3,
+                golden_runs=3,
+                rejects=rejects,
+            )
+        ],
+        adversarials=[
+            AdversarialCoverage(
+                id=adversarial,
+                operator="force_branch_true",
+                path="pkg/sync.py",
+                line=4,
+                promise_category=PromiseCategory(category),
+                description="if c: → if True: sends every parameter",
+                survives_original=True,
+            )
+        ],
+    )
+    return table.model_dump(mode="json")

@@ -79,8 +79,12 @@ def test_task_coverage_and_runs_read_without_hidden_material(bot: Bot) -> None:
     assert task["instance_id"] == instance and "hollow_patch" not in task and "patch" not in task
     traffic = coverage["promises"][0]
     assert (traffic["category"], traffic["verdict"]) == ("resource.traffic", "unchecked")
-    assert traffic["survivors"][0]["caught_by"] == ["probes/test_probe_sync_traffic.py"]
-    assert "content" not in traffic["probes"][0]
+    (survivor,) = coverage["adversarials"]
+    assert traffic["survivors"] == [survivor["id"]]
+    assert survivor["rejected_by"] == ["probes/test_probe_sync_traffic.py"]
+    assert "patch" not in survivor  # adversarial patches are hidden material
+    assert traffic["probes"] == ["probes/test_probe_sync_traffic.py"]
+    assert "content" not in coverage["probes"][0]
     assert bot.client.get(f"/api/tasks/{instance}/runs").json() == []
     assert bot.client.get("/api/tasks", params={"status": "built"}).json()["total"] == 1
 

@@ -172,7 +172,10 @@ def test_task_page_shows_the_coverage_table(dashboard: str, browser: DevTools) -
         ("resource.traffic", "unchecked", "yes"),
         ("functional", "checked", "no"),
     ]
-    assert "probes/test_probe_sync_traffic.py [accepted]: adversarial #1" in rows[0]["probes"]
+    assert (
+        "probes/test_probe_sync_traffic.py [accepted]: snapshot, hollow, adversarial #1"
+        in rows[0]["probes"]
+    )
     assert (
         "force_branch_true pkg/sync.py:4 · caught by probes/test_probe_sync_traffic.py"
         in rows[0]["survivors"]

@@ -10,9 +10,10 @@ from sqlalchemy.engine import Engine
 from sqlmodel import select
 
 from bot.report.render import REPORT_MARKER
+from task_registry.coverage import stored_coverage
 from task_registry.db import session_scope
 from task_registry.jobs import list_jobs
-from task_registry.models import Job, Promise, WebhookDelivery
+from task_registry.models import Job, Task, WebhookDelivery
 from task_registry.reports import get_report
 from task_registry.types import JobStatus, ReportStatus
 from tests.bot_support import NUMBER, REPO, Bot, comment_event, make_bot, merged_event
@@ -71,10 +72,13 @@ def test_a_changed_report_edits_the_sticky_comment_in_place(bot: Bot) -> None:
     bot.deliver("pull_request", merged_event(merge_sha=bot.merge_sha))
     kinds_run(bot)
     first = bot.comments()[0]
-    with session_scope(bot.context.engine) as session:
-        promise = session.exec(select(Promise).where(Promise.category == "functional")).one()
-        promise.quote = "final weights match the eager path"
-        session.add(promise)
+    with session_scope(bot.context.engine) as session:  # as a new validation would store it
+        task = session.exec(select(Task)).one()
+        table = stored_coverage(task)
+        functional = next(p for p in table.promises if p.category == "functional")
+        functional.quote = "final weights match the eager path"
+        task.coverage = table.model_dump(mode="json")
+        session.add(task)
 
     bot.deliver("issue_comment", comment_event("/probewatch rerun", comment_id=9002))
     kinds_run(bot)

@@ -4,19 +4,26 @@
 from __future__ import annotations
 
 import os
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
 
-from bot.report.coverage import CoverageTable, ProbeCell, PromiseRow, Survivor
 from bot.report.render import (
     BODY_BUDGET,
     GITHUB_BODY_LIMIT,
     REPORT_MARKER,
+    ReportInput,
     fence,
     render_report,
     short_diff,
+)
+from task_registry.coverage import (
+    AdversarialCoverage,
+    ControlRef,
+    CoverageTable,
+    ProbeCoverage,
+    PromiseCoverage,
 )
 
 SNAPSHOTS = Path(__file__).with_name("snapshots")
@@ -31,39 +38,96 @@ PATCH = """diff --git a/pkg/sync.py b/pkg/sync.py
 +    if True:
          send(name, value)
 """
+TRAFFIC_PROBE = "probes/test_traffic.py"
 
 
-def survivor(number: int = 1, caught: tuple[str, ...] = ("probes/test_traffic.py",)) -> Survivor:
-    return Survivor(
-        id=number,
-        operator="force_branch_true",
-        file="pkg/sync.py",
-        line=2,
-        description="sends every parameter",
-        patch=PATCH,
-        caught_by=caught,
+@dataclass(frozen=True)
+class Survivor:
+    number: int
+    caught_by: tuple[str, ...]
+    patch: str = PATCH
+
+
+@dataclass(frozen=True)
+class Row:
+    """A promise as the report shows it; ``table`` turns rows into the stored model."""
+
+    category: str
+    quote: str
+    verdict: str
+    quantity: str | None = None
+    probes: tuple[tuple[str, str, tuple[str, ...]], ...] = ()  # path, status, rejects
+    survivors: tuple[Survivor, ...] = ()
+
+
+def survivor(number: int = 1, caught: tuple[str, ...] = (TRAFFIC_PROBE,)) -> Survivor:
+    return Survivor(number, caught)
+
+
+def table(*rows: Row) -> ReportInput:
+    promises, probes, adversarials, patches = [], [], [], {}
+    for position, row in enumerate(rows):
+        for path, status, rejects in row.probes:
+            refs = [ControlRef(kind=kind) for kind in rejects]
+            probes.append(
+                ProbeCoverage(path=path, promise_position=position, status=status, rejects=refs)
+            )
+        for s in row.survivors:
+            adversarials.append(
+                AdversarialCoverage(
+                    id=str(s.number),
+                    operator="force_branch_true",
+                    path="pkg/sync.py",
+                    line=2,
+                    promise_category=row.category,
+                    description="sends every parameter",
+                    survives_original=True,
+                    rejected_by=list(s.caught_by),
+                )
+            )
+            patches[str(s.number)] = s.patch
+        promises.append(
+            PromiseCoverage(
+                position=position,
+                category=row.category,
+                quote=row.quote,
+                quantity=row.quantity,
+                verdict=row.verdict,
+                probes=[path for path, _, _ in row.probes],
+                survivors=[str(s.number) for s in row.survivors],
+            )
+        )
+    coverage = CoverageTable(
+        instance_id="acme__infra-lib-5",
+        promises=promises,
+        probes=probes,
+        adversarials=adversarials,
+    )
+    return ReportInput(
+        repo="acme/infra-lib",
+        pull_number=5,
+        table=coverage,
+        merge_commit="c" * 40,
+        task_id=1,
+        patches=patches,
     )
 
 
-def table(*rows: PromiseRow) -> CoverageTable:
-    return CoverageTable("acme/infra-lib", 5, "acme__infra-lib-5", "c" * 40, 1, rows)
-
-
-TRAFFIC = PromiseRow(
+TRAFFIC = Row(
     category="resource.traffic",
     quote="Reduces weight-sync traffic by sending only changed parameters.",
     verdict="unchecked",
     quantity="only changed parameters",
-    probes=(ProbeCell("probes/test_traffic.py", "accepted", ("hollow", "snapshot")),),
+    probes=((TRAFFIC_PROBE, "accepted", ("hollow", "snapshot")),),
     survivors=(survivor(),),
 )
-STATE = PromiseRow(
+STATE = Row(
     category="state",
     quote="reset() clears the cache",
     verdict="exercised",
     survivors=(survivor(2, caught=()),),
 )
-FUNCTIONAL = PromiseRow(category="functional", quote="final weights match", verdict="checked")
+FUNCTIONAL = Row(category="functional", quote="final weights match", verdict="checked")
 
 
 def check_snapshot(name: str, body: str) -> None:

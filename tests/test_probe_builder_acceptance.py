@@ -27,9 +27,9 @@ from probe_builder.acceptance import (
 )
 from probe_builder.adversarial.hollow import build_hollow_patch
 from probe_builder.adversarial.survivors import ControlJob, ControlRun, ControlRunner
-from probe_builder.coverage import ControlRef
 from runners.backends.local import LocalBackend
 from runners.types import Outcome, RunRequest, RunResult, TestCaseResult, TestStatus
+from task_registry.coverage import ControlRef
 from task_registry.types import Control, PromiseCategory, Suite, utcnow
 from tests.build_fixtures import (
     ENTRIES_ONLY_PROBE,

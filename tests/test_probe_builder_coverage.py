@@ -2,17 +2,10 @@
 
 from __future__ import annotations
 
-from probe_builder.coverage import (
-    AdversarialCoverage,
-    ControlRef,
-    CoverageTable,
-    ProbeCoverage,
-    build_coverage_table,
-    coverage_text,
-    is_redundant,
-)
+from probe_builder.coverage import build_coverage_table, coverage_text, is_redundant
 from probe_builder.promises.extract import ExtractedPromise
 from probe_builder.promises.verdicts import PromiseCheck
+from task_registry.coverage import AdversarialCoverage, ControlRef, CoverageTable, ProbeCoverage
 from task_registry.types import Control, ProbeStatus, PromiseCategory, PromiseVerdict
 
 SNAPSHOT = ControlRef(kind=Control.snapshot)
@@ -131,7 +124,7 @@ def test_rendered_table_shows_each_promise_its_probes_controls_and_survivors():
     text = coverage_text(_table(), width=400)
     assert "probe coverage: o__r-1" in text
     assert "reset empties the cache" in text and "exercised" in text
-    assert "rejects snapshot, hollow, adversarial:m.py:5:delete_call" in text
+    assert "rejects snapshot, hollow, adversarial #m.py:5:delete_call" in text
     assert (
         "m.py:5:delete_call: delete call self._entries.clear() (rejected by probes/test_reset.py)"
         in text

@@ -8,10 +8,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import Engine
 
-from bot.report.coverage import coverage_from_registry
 from probe_builder.acceptance import ProbeFile
 from probe_builder.authors.base import AuthorRequest, MechanicalAuthor, ProposedProbe
-from probe_builder.coverage import CoverageTable
 from probe_builder.pipeline import (
     PipelineError,
     RepoSettings,
@@ -21,6 +19,7 @@ from probe_builder.pipeline import (
 )
 from runners.backends.local import LocalBackend
 from task_registry.candidates import decide_candidate, upsert_candidate
+from task_registry.coverage import CoverageTable, stored_coverage
 from task_registry.db import session_scope
 from task_registry.evaluation import get_or_create_submission, register_agent
 from task_registry.models import (
@@ -251,7 +250,7 @@ def test_validate_stores_probes_runs_survivors_and_the_coverage_table(built, mem
             GOOD_PATH + "::test_reset_forgets_entries_and_hits",
             NAMES_PATH + "::test_reset_exists",
         }
-        report = coverage_from_registry(session, task)
+        report = stored_coverage(task)
     # The promise the PR's tests check has no survivor (its adversarial dies on them);
     # the one they miss has two, both caught by the accepted probe.
     rows = {row.category: row for row in result.table.promises}
@@ -262,8 +261,8 @@ def test_validate_stores_probes_runs_survivors_and_the_coverage_table(built, mem
     assert functional and all(a.survives_original is False for a in functional)
     assert rows["state"].verdict == PromiseVerdict.exercised and len(rows["state"].survivors) == 2
     state = next(row for row in report.promises if row.category == "state")
-    assert state.missed and {s.line for s in state.survivors} == {21, 22}
-    assert all(s.caught_by == (GOOD_PATH,) for s in state.survivors)
+    assert state.missed and {s.line for s in report.survivors_of(state)} == {21, 22}
+    assert all(report.caught_by(s) == [GOOD_PATH] for s in report.survivors_of(state))
     assert result.table.probe(GOOD_PATH).rejects and result.table.probe(NAMES_PATH).redundant
     assert any("survivor search:" in note for note in result.notes)
 

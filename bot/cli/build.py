@@ -250,7 +250,8 @@ def show(
     as_json: Annotated[bool, typer.Option("--json", help="Print the table as JSON.")] = False,
 ) -> None:
     """Print a task's coverage table: promise, PR-test verdict, probes, controls, survivors."""
-    from probe_builder.coverage import CoverageTable, render_coverage
+    from probe_builder.coverage import render_coverage
+    from task_registry.coverage import CoverageTable
     from task_registry.tasks import get_task
 
     with app_context(ctx).session() as session:

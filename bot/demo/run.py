@@ -23,7 +23,8 @@ from sqlalchemy.engine import Engine
 
 from bot.evaluate.harness import local_harness
 from bot.evaluate.types import EvalEvent, EvalReport, EvalRequest
-from bot.pipeline import build_and_validate, store_report, task_settings
+from bot.pipeline import task_settings
+from bot.report.store import load_report_input, store_report
 from bot.watchfile import WatchedRepo, WatchFile, load_watch_file, mining_config
 from pr_miner.mining import mine
 from pr_miner.report import MiningReport
@@ -278,15 +279,13 @@ def render_dry_run_report(
 ) -> ReportOutcome | None:
     """Render the PR's report and store it as a dry run, as the report job does; never posts."""
     with session_scope(engine) as session:
-        table = build_and_validate(session=session, repo=repo, number=number)
-        if table is None:
+        report = load_report_input(session=session, repo=repo, number=number)
+        if report is None:
             progress(DemoEvent(DemoStage.report, f"{repo}#{number}: no task, no report"))
             return None
         stored = store_report(
             session=session,
-            table=table,
-            repo=repo,
-            number=number,
+            report=report,
             public_url=public_url,
             dry_run=True,
             status=ReportStatus.dry_run,

@@ -1,4 +1,4 @@
-"""Render the probe-coverage report (Markdown) from a coverage table.
+"""Render the probe-coverage report (Markdown) from the coverage table stored on a task.
 
 Problems come first: each promise the PR's tests miss, with its quote, the
 verdict, the surviving adversarial patch as a short diff in ``<details>``, and
@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from bot.report.coverage import CoverageTable
+from task_registry.coverage import CoverageTable, PromiseCoverage
 from task_registry.types import PromiseVerdict
 
 REPORT_MARKER = "<!-- probewatch:report v1 -->"
@@ -30,6 +31,23 @@ DIFF_LINES = 40
 TEMPLATES = Path(__file__).with_name("templates")
 ZERO_WIDTH_SPACE = "&#8203;"
 _BACKTICKS = re.compile(r"`+")
+
+
+@dataclass(frozen=True)
+class ReportInput:
+    """What a PR's report is rendered from: its task's stored coverage table, where the task
+    comes from, and the patch text of the adversarials the table names."""
+
+    repo: str
+    pull_number: int
+    table: CoverageTable
+    merge_commit: str | None = None
+    task_id: int | None = None
+    patches: Mapping[str, str] = field(default_factory=dict)  # adversarial id -> its patch
+
+    def ignoring(self, ignored: Callable[[str], bool]) -> ReportInput:
+        """The same report without evidence in the paths ``ignored`` matches."""
+        return replace(self, table=self.table.without_survivors_in(ignored))
 
 
 @dataclass(frozen=True)
@@ -64,38 +82,47 @@ def summary_line(table: CoverageTable) -> str:
             f"probewatch: the PR's tests check {checked} of {total} promise(s) probewatch "
             f"found; no surviving patch shows a gap in the other {total - checked}."
         )
-    caught = sum(1 for row in problems if any(s.caught_by for s in row.survivors))
+    caught = sum(1 for row in problems if any(table.caught_by(s) for s in table.survivors_of(row)))
     return (
         f"probewatch: {len(problems)} of {total} promise(s) not checked by this PR's tests; "
         f"a validated probe catches {caught} of them."
     )
 
 
-def render_report(table: CoverageTable, *, full_url: str) -> RenderedReport:
+def render_report(report: ReportInput, *, full_url: str) -> RenderedReport:
     """The comment body; problems are dropped from the end until it fits GitHub's limit."""
-    problems, summary = list(table.problems), summary_line(table)
+    table = report.table
+    problems, summary = table.problems, summary_line(table)
     for keep in range(len(problems), -1, -1):
-        body = _render(table, problems[:keep], len(problems) - keep, summary, full_url)
+        body = _render(report, problems[:keep], len(problems) - keep, summary, full_url)
         if len(body) <= BODY_BUDGET:
             return RenderedReport(body, summary, table.actionable, len(problems) - keep)
     cut = f"\n\n…cut to fit; see the [full report]({full_url}).\n"
     return RenderedReport(body[: BODY_BUDGET - len(cut)] + cut, summary, table.actionable, 0)
 
 
-def render_full_report(table: CoverageTable, *, full_url: str) -> str:
+def render_full_report(report: ReportInput, *, full_url: str) -> str:
     """Every problem, whatever the length: the dashboard's version."""
-    return _render(table, list(table.problems), 0, summary_line(table), full_url)
+    table = report.table
+    return _render(report, table.problems, 0, summary_line(table), full_url)
 
 
-def _render(table: CoverageTable, problems: list, omitted: int, summary: str, full_url: str) -> str:
+def _render(
+    report: ReportInput,
+    problems: list[PromiseCoverage],
+    omitted: int,
+    summary: str,
+    full_url: str,
+) -> str:
     return (
         _environment()
         .get_template("report.md.j2")
         .render(
             marker=REPORT_MARKER,
-            table=table,
+            report=report,
+            table=report.table,
             problems=problems,
-            covered=table.covered,
+            covered=report.table.covered,
             omitted=omitted,
             summary=summary,
             full_url=full_url,

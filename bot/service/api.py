@@ -20,8 +20,8 @@ from pydantic import BaseModel
 from sqlalchemy import func
 from sqlmodel import Session, SQLModel, col, select
 
-from bot.report.coverage import CoverageTable, coverage_from_registry
 from task_registry.candidates import decide_candidate
+from task_registry.coverage import CoverageTable, stored_coverage
 from task_registry.db import session_scope
 from task_registry.models import (
     CandidatePR,
@@ -201,7 +201,7 @@ def _add_task_routes(router: APIRouter) -> None:
 
     @router.get("/tasks/{instance_id}/coverage", response_model=CoverageTable)
     def coverage(db: Db, instance_id: str) -> CoverageTable:
-        return coverage_from_registry(db, get_task(session=db, instance_id=instance_id))
+        return stored_coverage(get_task(session=db, instance_id=instance_id))
 
     @router.get("/tasks/{instance_id}/runs", response_model=list[ValidationRunPublic])
     def runs(db: Db, instance_id: str) -> list[ValidationRunPublic]:

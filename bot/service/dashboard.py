@@ -18,14 +18,15 @@ from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 from sqlmodel import Session, col, select
 
-from bot.report.coverage import control_label, coverage_from_registry
 from bot.report.render import full_report_url, render_full_report
+from bot.report.store import report_input
 from bot.service.api import Db
+from task_registry.coverage import stored_coverage
 from task_registry.models import CandidatePR, PRReport, Repo, Task, ValidationRun
 from task_registry.reports import get_report
 from task_registry.swebench import instance_id_for
 from task_registry.tasks import find_task, get_task, list_validation_runs
-from task_registry.types import Decision, FilterVerdict, ReportStatus
+from task_registry.types import Control, Decision, FilterVerdict, ReportStatus
 
 TEMPLATES = Jinja2Templates(directory=Path(__file__).with_name("templates"))
 QUEUE_LIMIT = 200
@@ -67,6 +68,12 @@ def funnel(db: Session, repo: Repo) -> Funnel:
     )
 
 
+def control_label(run: ValidationRun) -> str:
+    if run.control == Control.adversarial and run.adversarial_id is not None:
+        return f"adversarial #{run.adversarial_id}"
+    return str(run.control)
+
+
 def matrix(runs: list[ValidationRun]) -> list[MatrixRow]:
     return [
         MatrixRow(control_label(r), r.suite, r.outcome, r.n_passed, r.n_collected, r.attempt)
@@ -105,7 +112,7 @@ def make_dashboard_router() -> APIRouter:
         row = get_task(session=db, instance_id=instance_id)
         context = {
             "task": row,
-            "coverage": coverage_from_registry(db, row),
+            "coverage": stored_coverage(row),
             "matrix": matrix(list_validation_runs(session=db, task_id=row.id or 0)),
         }
         return TEMPLATES.TemplateResponse(request, "task.html", context)
@@ -118,7 +125,7 @@ def make_dashboard_router() -> APIRouter:
         public = request.app.state.public_url
         full = (
             render_full_report(
-                coverage_from_registry(db, task), full_url=full_report_url(public, repo, number)
+                report_input(db, task), full_url=full_report_url(public, repo, number)
             )
             if task is not None
             else stored.body

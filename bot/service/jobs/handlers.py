@@ -16,8 +16,8 @@ from typing import Any, Protocol
 from sqlmodel import Session
 
 from bot.context import AppContext
-from bot.pipeline import build_and_validate, ensure_task, mine_one_pr, poll_merged, store_report
-from bot.report.coverage import drop_ignored
+from bot.pipeline import ensure_task, mine_one_pr, poll_merged
+from bot.report.store import load_report_input, store_report
 from bot.service.github.client import GitHubClients
 from bot.service.github.posting import (
     CHECK_RULES,
@@ -110,17 +110,14 @@ def build_report(ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
     home = ctx.app.settings.home
     built = ensure_task(engine=ctx.app.engine, watched=watched, number=job.number, home=home)
     with ctx.session() as session:
-        table = build_and_validate(session=session, repo=job.repo, number=job.number)
-    if table is None:
+        report = load_report_input(session=session, repo=job.repo, number=job.number)
+    if report is None:
         return {"report": f"no task for this PR: {built}"}
     config = load_repo_config(ctx.github.for_repo(job.repo).get_repo(job.repo))
-    table = drop_ignored(table, config.ignores)
     with ctx.session() as session:
         stored = store_report(
             session=session,
-            table=table,
-            repo=job.repo,
-            number=job.number,
+            report=report.ignoring(config.ignores),
             public_url=ctx.service.public_url,
             dry_run=watched.dry_run,
             merge_sha=job.merge_sha,

@@ -1,0 +1,89 @@
+"""A PR's report from the registry and back: read its task's stored table, store the body.
+
+``load_report_input`` reads the coverage table stored on the PR's task (never deriving it
+again) with the patch text of the adversarials it names; ``store_report`` renders it and
+keeps the result on the PR's one report row, which posting later reads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlmodel import Session
+
+from bot.report.render import RenderedReport, ReportInput, full_report_url, render_report
+from task_registry.coverage import stored_coverage
+from task_registry.models import Task
+from task_registry.reports import get_or_create_report, save_report
+from task_registry.swebench import instance_id_for
+from task_registry.tasks import find_task, list_adversarials
+from task_registry.types import ReportStatus
+
+
+def report_input(session: Session, task: Task) -> ReportInput:
+    """The report's input for a stored task: its coverage table and the survivors' patches."""
+    assert task.id is not None
+    table = stored_coverage(task)
+    named = {a.id for a in table.adversarials}
+    patches = {
+        str(row.id): row.patch
+        for row in list_adversarials(session=session, task_id=task.id)
+        if str(row.id) in named
+    }
+    return ReportInput(
+        repo=task.repo,
+        pull_number=task.pull_number,
+        table=table,
+        merge_commit=task.merge_commit,
+        task_id=task.id,
+        patches=patches,
+    )
+
+
+def load_report_input(*, session: Session, repo: str, number: int) -> ReportInput | None:
+    """The report's input for a merged PR, or None when no task exists for it yet."""
+    task = find_task(session=session, instance_id=instance_id_for(repo, number))
+    return report_input(session, task) if task is not None else None
+
+
+@dataclass(frozen=True)
+class StoredReport:
+    rendered: RenderedReport
+    written: bool  # False: the stored body was already this one
+
+
+def store_report(
+    *,
+    session: Session,
+    report: ReportInput,
+    public_url: str,
+    dry_run: bool,
+    merge_sha: str | None = None,
+    status: ReportStatus | None = None,
+    skip_reason: str | None = None,
+) -> StoredReport:
+    """Render the PR's report and store it on the PR's one report row.
+
+    Posting is a separate step (the post_report job); ``status`` and ``skip_reason`` are set
+    here only by callers that never post (the demo's dry run).
+    """
+    repo, number = report.repo, report.pull_number
+    rendered = render_report(report, full_url=full_report_url(public_url, repo, number))
+    row = get_or_create_report(session=session, repo=repo, pull_number=number)
+    written = row.body_hash != rendered.body_hash
+    fields: dict[str, object] = {}
+    if status is not None:
+        fields.update(status=status, skip_reason=skip_reason)
+    save_report(
+        session=session,
+        report=row,
+        task_id=report.task_id,
+        merge_sha=report.merge_commit or merge_sha,
+        body=rendered.body,
+        body_hash=rendered.body_hash,
+        summary=rendered.summary,
+        actionable=rendered.actionable,
+        dry_run=dry_run,
+        **fields,
+    )
+    return StoredReport(rendered, written)

@@ -1,0 +1,163 @@
+"""The coverage table stored on a task: promise, verdict, probes, controls, survivors.
+
+One row per promise: whether the PR's own tests check it, which probes defend it and
+which controls (snapshot, hollow, each adversarial) each of those probes rejects, and
+which adversarial patches survive the PR's original tests and break it (the evidence a
+maintainer sees). ``probe_builder.coverage`` derives the table, with the one survivor
+rule, when a task is built and each time it is validated, and stores it on the task as
+JSON; ``probewatch show``, the API, the dashboard and the PR report all read the stored
+table through :func:`stored_coverage` and never derive it again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from task_registry.models import Task
+from task_registry.types import Control, PatchSource, ProbeStatus, PromiseCategory, PromiseVerdict
+
+
+class ControlRef(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    kind: Control
+    adversarial: str | None = None  # the adversarial patch's id when kind is adversarial
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind} #{self.adversarial}" if self.adversarial else str(self.kind)
+
+
+class ProbeCoverage(BaseModel):
+    path: str
+    promise_position: int | None = None
+    status: ProbeStatus = ProbeStatus.proposed
+    rejection_reason: str | None = None
+    golden_passes: int = 0  # out of golden_runs, no skip allowed
+    golden_runs: int = 0
+    rejects: list[ControlRef] = Field(default_factory=list)
+    redundant: bool = False
+
+    @property
+    def accepted(self) -> bool:
+        return self.status == ProbeStatus.accepted
+
+
+class AdversarialCoverage(BaseModel):
+    id: str
+    source: PatchSource = PatchSource.mechanical
+    operator: str
+    path: str = ""
+    line: int | None = None
+    promise_category: PromiseCategory | None = None
+    description: str = ""
+    survives_original: bool | None = None  # None: not run against the original tests yet
+    rejected_by: list[str] = Field(default_factory=list)  # probe paths
+
+
+class PromiseCoverage(BaseModel):
+    position: int
+    category: PromiseCategory
+    quote: str
+    quantity: str | None = None
+    verdict: PromiseVerdict | None = None
+    evidence: str = ""
+    probes: list[str] = Field(default_factory=list)
+    survivors: list[str] = Field(default_factory=list)  # adversarial ids
+
+    @property
+    def missed(self) -> bool:
+        """The PR's tests do not check this promise, and a surviving patch shows it."""
+        return self.verdict != PromiseVerdict.checked and bool(self.survivors)
+
+
+class CoverageTable(BaseModel):
+    instance_id: str
+    promises: list[PromiseCoverage] = Field(default_factory=list)
+    probes: list[ProbeCoverage] = Field(default_factory=list)
+    adversarials: list[AdversarialCoverage] = Field(default_factory=list)
+    original_rejects: list[ControlRef] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+    def survivors(self) -> list[AdversarialCoverage]:
+        return [a for a in self.adversarials if a.survives_original]
+
+    def redundant_probes(self) -> list[ProbeCoverage]:
+        return [p for p in self.probes if p.redundant]
+
+    def probe(self, path: str) -> ProbeCoverage | None:
+        return next((p for p in self.probes if p.path == path), None)
+
+    def adversarial(self, adversarial_id: str) -> AdversarialCoverage | None:
+        return next((a for a in self.adversarials if a.id == adversarial_id), None)
+
+    def probes_of(self, promise: PromiseCoverage) -> list[ProbeCoverage]:
+        return [probe for path in promise.probes if (probe := self.probe(path)) is not None]
+
+    def survivors_of(self, promise: PromiseCoverage) -> list[AdversarialCoverage]:
+        return [a for i in promise.survivors if (a := self.adversarial(i)) is not None]
+
+    def caught_by(self, adversarial: AdversarialCoverage) -> list[str]:
+        """The accepted probes that reject ``adversarial`` (a rejected probe proves nothing)."""
+        return [
+            path
+            for path in adversarial.rejected_by
+            if (probe := self.probe(path)) is not None and probe.accepted
+        ]
+
+    @property
+    def problems(self) -> list[PromiseCoverage]:
+        """Promises the PR's tests miss, each with a surviving patch as evidence."""
+        return [p for p in self.promises if p.missed]
+
+    @property
+    def covered(self) -> list[PromiseCoverage]:
+        return [p for p in self.promises if not p.missed]
+
+    @property
+    def actionable(self) -> bool:
+        return bool(self.problems)
+
+    def with_adversarial_ids(self, ids: Mapping[str, str]) -> CoverageTable:
+        """The same table with its adversarials renamed (rows imported into another registry
+        get new ids); an id not in ``ids`` stays as it is."""
+
+        def ref(control: ControlRef) -> ControlRef:
+            if control.adversarial is None:
+                return control
+            return control.model_copy(
+                update={"adversarial": ids.get(control.adversarial, control.adversarial)}
+            )
+
+        return self.model_copy(
+            update={
+                "adversarials": [
+                    a.model_copy(update={"id": ids.get(a.id, a.id)}) for a in self.adversarials
+                ],
+                "promises": [
+                    p.model_copy(update={"survivors": [ids.get(i, i) for i in p.survivors]})
+                    for p in self.promises
+                ],
+                "probes": [
+                    p.model_copy(update={"rejects": [ref(r) for r in p.rejects]})
+                    for p in self.probes
+                ],
+                "original_rejects": [ref(r) for r in self.original_rejects],
+            }
+        )
+
+    def without_survivors_in(self, ignored: Callable[[str], bool]) -> CoverageTable:
+        """The table without evidence in paths the maintainers told probewatch to ignore."""
+        kept = {a.id for a in self.adversarials if not ignored(a.path)}
+        promises = [
+            p.model_copy(update={"survivors": [i for i in p.survivors if i in kept]})
+            for p in self.promises
+        ]
+        return self.model_copy(update={"promises": promises})
+
+
+def stored_coverage(task: Task) -> CoverageTable:
+    """The table stored on ``task``; a task not built yet has an empty one."""
+    return CoverageTable.model_validate(task.coverage or {"instance_id": task.instance_id})
