@@ -54,11 +54,13 @@ def _context(database_url: str, home: str):  # type: ignore[no-untyped-def]
     from bot.settings import Settings
 
     settings = Settings(
-        home=Path(home), database_url=database_url, webhook_secret=SecretStr(SECRET)
+        home=Path(home),
+        database_url=database_url,
+        webhook_secret=SecretStr(SECRET),
+        worker_poll_s=0.05,
+        worker_lease_s=30,
     )
-    return AppContext(settings), settings.model_copy(
-        update={"worker_poll_s": 0.05, "worker_lease_s": 30}
-    )
+    return AppContext(settings)
 
 
 def serve_web(database_url: str, home: str, port: int) -> None:
@@ -67,16 +69,19 @@ def serve_web(database_url: str, home: str, port: int) -> None:
 
     from bot.service.app import create_app
 
-    context, service = _context(database_url, home)
-    uvicorn.run(create_app(context, service), host="127.0.0.1", port=port, log_level="warning")
+    uvicorn.run(
+        create_app(_context(database_url, home)), host="127.0.0.1", port=port, log_level="warning"
+    )
 
 
 def serve_worker(database_url: str, home: str) -> None:
     """A worker-only process whose mine_pr handler just records that it ran."""
+    from bot.service.jobs.handlers import route
+    from bot.service.jobs.kinds import JobKind
     from bot.service.jobs.worker import Worker
 
-    context, service = _context(database_url, home)
-    Worker(context, service, handlers={"mine_pr": lambda ctx, payload: {"ran": True}}).run_forever()
+    ran = route(JobKind.mine_pr, lambda ctx, payload: {"ran": True})
+    Worker(_context(database_url, home), handlers={JobKind.mine_pr: ran}).run_forever()
 
 
 def make_deliveries(count: int, seed: int = 7) -> list[Delivery]:

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from probewatch.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pr_miner.sources.github_client import GitHubClientConfig
 
 DEFAULT_HOME = Path("~/.probewatch")
 GITHUB_API_URL = "https://api.github.com"
@@ -106,6 +110,19 @@ class Settings(BaseSettings):
                 "and PROBEWATCH_OPENAI_MODEL"
             )
         return self
+
+    def github_client_config(self) -> GitHubClientConfig:
+        """How every GitHub client is made, for the miner's ``mine --github`` and the bot."""
+        from pr_miner.sources.github_client import GitHubClientConfig
+
+        return GitHubClientConfig(
+            token=self.github_token,
+            base_url=self.github_api_url,
+            max_wait_s=self.github_max_wait_s,
+            retries=self.github_retries,
+            seconds_between_writes=self.github_write_spacing_s or None,
+            timeout_s=self.github_timeout_s,
+        )
 
     @property
     def has_github_app(self) -> bool:

@@ -42,7 +42,6 @@ def db_url(engine: Engine) -> str:
 @dataclass
 class Bot:
     context: AppContext
-    service: Settings
     client: TestClient
     worker: Worker
     emulator: GitHubEmulator
@@ -76,7 +75,8 @@ def signed_headers(
     }
 
 
-def service_settings(**overrides: Any) -> Settings:
+def bot_settings(**overrides: Any) -> Settings:
+    """The service's settings in tests: no write spacing or retries, a short lease."""
     defaults: dict[str, Any] = {
         "github_write_spacing_s": 0,
         "github_retries": 0,
@@ -84,6 +84,12 @@ def service_settings(**overrides: Any) -> Settings:
         "public_url": "http://dashboard.test",
     }
     return Settings(**{**defaults, **overrides})
+
+
+def with_settings(context: AppContext, **overrides: Any) -> AppContext:
+    """The same registry under settings that differ in ``overrides``."""
+    settings = context.settings.model_copy(update=overrides)
+    return AppContext(settings, _engine=context.engine)
 
 
 def make_bot(
@@ -94,7 +100,7 @@ def make_bot(
     with session_scope(engine) as session:
         merge_sha = make_task(session, NUMBER, repo=REPO).merge_commit
     seed_pull(emulator, merge_sha or "")
-    settings = Settings(
+    settings = bot_settings(
         home=tmp_path,
         database_url=db_url(engine),
         watch_file=watch_file(tmp_path, dry_run=dry_run),
@@ -104,16 +110,8 @@ def make_bot(
         admin_token="admin-token",
     )
     context = AppContext(settings, _engine=engine)
-    service = service_settings()
-    worker = Worker(context, service, github=GitHubClients(settings, service), name="w-test")
-    return Bot(
-        context,
-        service,
-        TestClient(create_app(context, service)),
-        worker,
-        emulator,
-        merge_sha or "",
-    )
+    worker = Worker(context, github=GitHubClients(settings), name="w-test")
+    return Bot(context, TestClient(create_app(context)), worker, emulator, merge_sha or "")
 
 
 def seed_pull(emulator: GitHubEmulator, merge_sha: str, number: int = NUMBER) -> None:

@@ -6,13 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fastapi.testclient import TestClient
 from sqlalchemy.engine import Engine
 
+from bot.service.app import create_app
 from task_registry.candidates import upsert_candidate
 from task_registry.db import session_scope
 from task_registry.models import CandidatePRCreate, RepoCreate
 from task_registry.repos import get_or_create_repo
-from tests.bot_support import NUMBER, REPO, Bot, make_bot, merged_event
+from tests.bot_support import NUMBER, REPO, Bot, make_bot, merged_event, with_settings
 from tests.github_emulator import GitHubEmulator
 
 ADMIN = {"Authorization": "Bearer admin-token"}
@@ -60,8 +62,8 @@ def test_writes_need_the_admin_token(bot: Bot) -> None:
 
 
 def test_writes_are_refused_when_no_admin_token_is_configured(bot: Bot) -> None:
-    bot.client.app.state.admin_token = None  # type: ignore[attr-defined]
-    answer = bot.client.post("/api/candidates/1/accept", headers=ADMIN)
+    client = TestClient(create_app(with_settings(bot.context, admin_token=None)))
+    answer = client.post("/api/candidates/1/accept", headers=ADMIN)
     assert answer.status_code == 403 and "no admin token" in answer.json()["detail"]
 
 

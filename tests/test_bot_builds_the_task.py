@@ -16,12 +16,11 @@ from bot.report.render import REPORT_MARKER
 from bot.service.app import create_app
 from bot.service.github.client import GitHubClients
 from bot.service.jobs.worker import Worker
-from bot.settings import Settings
 from probe_builder.demo_repo import create_demo_repo
 from task_registry.db import session_scope
 from task_registry.swebench import instance_id_for
 from task_registry.tasks import find_task, list_adversarials
-from tests.bot_support import SECRET, db_url, merged_event, service_settings, signed_headers
+from tests.bot_support import SECRET, bot_settings, db_url, merged_event, signed_headers
 from tests.github_emulator import GitHubEmulator, PullFile
 
 NUMBER = 15
@@ -66,7 +65,7 @@ def test_a_merged_pr_webhook_builds_validates_and_reports_once(
         f'[repo.tests]\nglobs = ["tests/**", "**/test_*.py"]\n',
         encoding="utf-8",
     )
-    settings = Settings(
+    settings = bot_settings(
         home=tmp_path / "home",
         database_url=db_url(sqlite_engine),
         watch_file=watch,
@@ -75,9 +74,8 @@ def test_a_merged_pr_webhook_builds_validates_and_reports_once(
         webhook_secret=SECRET,
     )
     context = AppContext(settings, _engine=sqlite_engine)
-    service = service_settings()
-    worker = Worker(context, service, github=GitHubClients(settings, service), name="w")
-    client = TestClient(create_app(context, service))
+    worker = Worker(context, github=GitHubClients(settings), name="w")
+    client = TestClient(create_app(context))
 
     body = json.dumps(merged_event(NUMBER, pr.merge_sha, demo.name)).encode()
     answer = client.post("/webhook", content=body, headers=signed_headers(body, "pull_request"))

@@ -13,9 +13,9 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from bot.service.github.client import GitHubAuthError, GitHubClients, redact
-from bot.settings import Settings
-from tests.bot_support import REPO, service_settings
+from bot.service.github.client import GitHubAuthError, GitHubClients
+from pr_miner.sources.github_client import make_client, redact
+from tests.bot_support import REPO, bot_settings
 from tests.github_emulator import GitHubEmulator
 
 APP_ID = 4242
@@ -49,10 +49,13 @@ def emulator(github_emulator: GitHubEmulator, key_pair: tuple[str, str]) -> GitH
 
 
 def app_clients(emulator: GitHubEmulator, private_key: str, **service: object) -> GitHubClients:
-    settings = Settings(
-        github_api_url=emulator.base_url, github_app_id=APP_ID, github_app_private_key=private_key
+    settings = bot_settings(
+        github_api_url=emulator.base_url,
+        github_app_id=APP_ID,
+        github_app_private_key=private_key,
+        **service,
     )
-    return GitHubClients(settings, service_settings(**service))
+    return GitHubClients(settings)
 
 
 def test_app_auth_fetches_an_installation_token_and_uses_it(
@@ -122,7 +125,7 @@ def test_a_repository_without_the_app_is_a_clear_error(
 
 
 def test_no_credentials_is_a_clear_error(emulator: GitHubEmulator) -> None:
-    clients = GitHubClients(Settings(github_api_url=emulator.base_url), service_settings())
+    clients = GitHubClients(bot_settings(github_api_url=emulator.base_url))
     with pytest.raises(GitHubAuthError, match="PROBEWATCH_GITHUB_TOKEN"):
         clients.for_repo(REPO)
 
@@ -130,13 +133,8 @@ def test_no_credentials_is_a_clear_error(emulator: GitHubEmulator) -> None:
 def test_personal_token_auth_and_post_is_not_repeated_by_the_transport(
     emulator: GitHubEmulator,
 ) -> None:
-    settings = Settings(github_api_url=emulator.base_url, github_token=PAT)
-    pull = (
-        GitHubClients(settings, service_settings(github_retries=2))
-        .for_repo(REPO)
-        .get_repo(REPO)
-        .get_pull(5)
-    )
+    settings = bot_settings(github_api_url=emulator.base_url, github_token=PAT, github_retries=2)
+    pull = GitHubClients(settings).for_repo(REPO).get_repo(REPO).get_pull(5)
     emulator.state.fail_next(502, path_contains="/issues/5/comments", method="POST")
     emulator.state.fail_next(502, path_contains="/issues/5/comments", method="GET")
 
@@ -156,8 +154,8 @@ def test_tokens_never_reach_the_logs(
     caplog.set_level(logging.DEBUG)
     caplog.set_level(logging.DEBUG, logger="github")  # PyGithub logs response bodies at DEBUG
     app_clients(emulator, key_pair[0]).for_repo(REPO).get_repo(REPO).get_pull(5)
-    settings = Settings(github_api_url=emulator.base_url, github_token=PAT)
-    GitHubClients(settings, service_settings()).for_repo(REPO).get_repo(REPO).get_pull(5)
+    settings = bot_settings(github_api_url=emulator.base_url, github_token=PAT)
+    GitHubClients(settings).for_repo(REPO).get_repo(REPO).get_pull(5)
 
     text = caplog.text
     assert '"token":' in text  # PyGithub did log the response that carries the token
@@ -170,3 +168,24 @@ def test_redaction_catches_token_shapes_and_known_secrets() -> None:
     line = '{"token":"v1.abc","expires_at":"x"} Authorization: token ghs_abcdefghijklmnopqrstu Bearer eyJa.eyJb.sig my-secret'
     cleaned = redact(line, ("my-secret",))
     assert cleaned == '{"token":"***","expires_at":"x"} Authorization: token *** Bearer *** ***'
+
+
+def test_the_miner_and_the_bot_make_clients_from_one_configuration(
+    emulator: GitHubEmulator,
+) -> None:
+    settings = bot_settings(
+        github_api_url=emulator.base_url,
+        github_token=PAT,
+        github_max_wait_s=7,
+        github_retries=2,
+        github_write_spacing_s=0.5,
+    )
+    for client in (
+        GitHubClients(settings).for_repo(REPO),
+        make_client(settings.github_client_config()),  # what `mine --github` uses
+    ):
+        made = client.requester.kwargs
+        retry = made["retry"]
+        assert (retry.total, retry.max_rate_limit_wait) == (2, 7)
+        assert "POST" not in retry.allowed_methods
+        assert (made["base_url"], made["seconds_between_writes"]) == (emulator.base_url, 0.5)

@@ -13,15 +13,14 @@ from sqlalchemy.engine import Engine
 from bot.context import AppContext
 from bot.service.github.client import GitHubClients
 from bot.service.github.redelivery import HookAttempt, to_redeliver
-from bot.service.jobs.handlers import redeliver_failed
+from bot.service.jobs.handlers import redeliver_failed, route
 from bot.service.jobs.kinds import JobKind
 from bot.service.jobs.worker import Worker
-from bot.settings import Settings
 from task_registry.db import session_scope
 from task_registry.deliveries import record_delivery
 from task_registry.jobs import enqueue_job
 from task_registry.models import JobCreate
-from tests.bot_support import db_url, service_settings
+from tests.bot_support import bot_settings, db_url
 from tests.github_emulator import GitHubEmulator
 
 NOW = datetime(2026, 11, 29, 12, tzinfo=UTC)
@@ -72,19 +71,17 @@ def test_the_redeliver_job_asks_github_once_per_lost_delivery(
     state.add_hook_delivery("fine", status_code=200)
     with session_scope(sqlite_engine) as session:
         record_delivery(session=session, delivery_id="got-it", event="pull_request", payload=b"{}")
-    settings = Settings(
+    settings = bot_settings(
         home=tmp_path,
         database_url=db_url(sqlite_engine),
         github_api_url=github_emulator.base_url,
         github_app_id=7,
         github_app_private_key=private,
     )
-    service = service_settings()
     worker = Worker(
         AppContext(settings, _engine=sqlite_engine),
-        service,
-        handlers={JobKind.redeliver: redeliver_failed},
-        github=GitHubClients(settings, service),
+        handlers={JobKind.redeliver: route(JobKind.redeliver, redeliver_failed)},
+        github=GitHubClients(settings),
     )
 
     results = []

@@ -116,7 +116,7 @@ def test_a_poll_mines_new_merges_and_queues_each_survivor_once(
     )
     github_emulator.state.add_pull(REPO, 7, state="closed", closed_at=t0, updated_at=t0)
     handlers = {JobKind.poll_repo: bot.worker.handlers[JobKind.poll_repo]}
-    poller = Worker(bot.context, bot.service, handlers=handlers, github=bot.worker.github)
+    poller = Worker(bot.context, handlers=handlers, github=bot.worker.github)
     make_scheduler(sqlite_engine)  # binds the engine the scheduled call uses
 
     enqueue_poll(REPO, 30)

@@ -14,11 +14,19 @@ from sqlmodel import select
 from bot.context import AppContext
 from bot.service.app import create_app
 from bot.service.webhook import Command, WebhookConfigError, parse_command, signature_for
-from bot.settings import Settings
 from task_registry.db import session_scope
 from task_registry.models import Job, WebhookDelivery
 from task_registry.reports import installation_for
-from tests.bot_support import REPO, SECRET, Bot, db_url, make_bot, service_settings, signed_headers
+from tests.bot_support import (
+    REPO,
+    SECRET,
+    Bot,
+    bot_settings,
+    db_url,
+    make_bot,
+    signed_headers,
+    with_settings,
+)
 from tests.github_emulator import GitHubEmulator
 
 
@@ -81,7 +89,7 @@ def test_oversized_bodies_are_refused_before_reading(
     sqlite_engine: Engine, github_emulator: GitHubEmulator, tmp_path: Path
 ) -> None:
     bot = make_bot(sqlite_engine, github_emulator, tmp_path)
-    app = create_app(bot.context, service_settings(webhook_max_body_bytes=2048))
+    app = create_app(with_settings(bot.context, webhook_max_body_bytes=2048))
     client = TestClient(app)
     body = json.dumps({"padding": "x" * 4096}).encode()
 
@@ -159,15 +167,15 @@ def test_the_app_refuses_to_start_with_the_webhook_on_and_no_secret(
     sqlite_engine: Engine, tmp_path: Path
 ) -> None:
     context = AppContext(
-        Settings(home=tmp_path, database_url=db_url(sqlite_engine)), _engine=sqlite_engine
+        bot_settings(home=tmp_path, database_url=db_url(sqlite_engine)), _engine=sqlite_engine
     )
-    app = create_app(context, service_settings())
+    app = create_app(context)
     with pytest.raises(WebhookConfigError, match="PROBEWATCH_WEBHOOK_SECRET"), TestClient(app):
         pass
     unstarted = TestClient(app).post("/webhook", content=b"{}", headers={"X-GitHub-Event": "ping"})
     assert unstarted.status_code == 503
 
-    disabled = create_app(context, service_settings(webhook_enabled=False))
+    disabled = create_app(with_settings(context, webhook_enabled=False))
     with TestClient(disabled) as client:
         assert client.get("/healthz").status_code == 200
         assert client.post("/webhook", content=b"{}").status_code in (404, 405)

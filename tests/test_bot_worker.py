@@ -11,11 +11,27 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy.engine import Engine
 
 from bot.report.render import REPORT_MARKER
-from bot.service.jobs.handlers import JobContext, JobRejected, build_report, mine_pr
-from bot.service.jobs.kinds import JobKind
+from bot.service.jobs.handlers import (
+    JobContext,
+    JobRejected,
+    Route,
+    build_report,
+    default_handlers,
+    mine_pr,
+    route,
+)
+from bot.service.jobs.kinds import (
+    PAYLOADS,
+    JobKind,
+    PollPayload,
+    PRPayload,
+    RedeliverPayload,
+    job_create,
+)
 from bot.service.jobs.worker import Worker
 from probewatch.errors import ServiceError
 from task_registry.db import session_scope
@@ -43,14 +59,13 @@ def test_a_failing_handler_is_retried_then_marked_failed(
     bot = make_bot(sqlite_engine, github_emulator, tmp_path)
     calls: list[int] = []
 
-    def flaky(ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
+    def flaky(ctx: JobContext, payload: RedeliverPayload) -> dict[str, Any]:
         calls.append(ctx.job_id)
         raise RuntimeError("upstream hiccup")
 
     worker = Worker(
         bot.context,
-        bot.service,
-        handlers={"flaky": flaky},
+        handlers={"flaky": Route(RedeliverPayload, flaky)},
         github=bot.worker.github,
     )
     job_id = queue(sqlite_engine, "flaky")
@@ -88,7 +103,7 @@ def test_a_worker_only_claims_kinds_it_has_handlers_for(
 ) -> None:
     bot = make_bot(sqlite_engine, github_emulator, tmp_path)
     queue(sqlite_engine, "unknown_kind")
-    worker = Worker(bot.context, bot.service, handlers={}, github=bot.worker.github)
+    worker = Worker(bot.context, handlers={}, github=bot.worker.github)
 
     assert worker.run_once() is None
 
@@ -129,8 +144,10 @@ def test_a_job_of_a_killed_worker_is_finished_once_by_another(
     bot.deliver("pull_request", merged_event(merge_sha=bot.merge_sha))
     builder = Worker(
         bot.context,
-        bot.service,
-        handlers={"mine_pr": mine_pr, "build_report": build_report},
+        handlers={
+            JobKind.mine_pr: route(JobKind.mine_pr, mine_pr),
+            JobKind.build_report: route(JobKind.build_report, build_report),
+        },
         github=bot.worker.github,
     )
     builder.run_until_idle()
@@ -173,3 +190,31 @@ def test_a_job_of_a_killed_worker_is_finished_once_by_another(
         assert (
             get_report(session=session, repo=REPO, pull_number=NUMBER).comment_id == comments[0].id
         )
+
+
+def test_a_payload_is_validated_once_and_a_bad_one_is_rejected_without_retry(
+    sqlite_engine: Engine, github_emulator: GitHubEmulator, tmp_path: Path
+) -> None:
+    bot = make_bot(sqlite_engine, github_emulator, tmp_path)
+    seen: list[object] = []
+    handlers = {JobKind.mine_pr: route(JobKind.mine_pr, lambda ctx, job: seen.append(job) or {})}
+    worker = Worker(bot.context, handlers=handlers, github=bot.worker.github)
+    good = queue(sqlite_engine, JobKind.mine_pr, repo=REPO, number=NUMBER)
+    bad = queue(sqlite_engine, JobKind.mine_pr, repo=REPO, numbr=NUMBER)
+
+    worker.run_until_idle()
+
+    assert seen == [PRPayload(repo=REPO, number=NUMBER)]  # the handler gets the model
+    with session_scope(sqlite_engine) as session:
+        assert get_job(session=session, job_id=good).status == JobStatus.done
+        job = get_job(session=session, job_id=bad)
+        assert (job.status, job.attempts) == (JobStatus.failed, 1)
+        assert "JobRejected: bad PRPayload" in (job.error or "")
+
+
+def test_a_job_is_queued_only_with_its_kinds_payload() -> None:
+    assert job_create(JobKind.poll_repo, PollPayload(repo=REPO), "k").payload == {"repo": REPO}
+    with pytest.raises(TypeError, match="a post_report job takes a PRPayload, not PollPayload"):
+        job_create(JobKind.post_report, PollPayload(repo=REPO), "k")
+    assert set(PAYLOADS) == set(JobKind)
+    assert set(default_handlers()) == set(JobKind)

@@ -12,8 +12,10 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy.engine import Engine
 
+from bot.context import AppContext
 from bot.evaluate.leaderboard import Leaderboard, RateOut
 from bot.service.leaderboard_page import format_rate, make_leaderboard_router
+from bot.settings import Settings
 from task_registry.db import session_scope
 from tests.leaderboard_support import BOTH, FAULT, NONE, day, scored
 
@@ -31,7 +33,7 @@ def client(sqlite_engine: Engine) -> TestClient:
         )
         scored(session, "beta", [(1, day(1), NONE, NONE)])
     app = FastAPI()
-    app.state.engine = sqlite_engine
+    app.state.context = AppContext(Settings(), _engine=sqlite_engine)
     app.include_router(make_leaderboard_router())
     return TestClient(app)
 

@@ -117,12 +117,10 @@ def _source(context: AppContext, repo: str, git: Path | None, branch: str) -> PR
 
     if git is not None:
         return GitSource(git, branch)
-    from pr_miner.sources.github_client import GitHubClientConfig, make_client
+    from pr_miner.sources.github_client import make_client
     from pr_miner.sources.github_source import GitHubSource
 
-    settings = context.settings
-    config = GitHubClientConfig(token=settings.github_token, base_url=settings.github_api_url)
-    return GitHubSource(make_client(config), repo, branch)
+    return GitHubSource(make_client(context.settings.github_client_config()), repo, branch)
 
 
 def _run(

@@ -9,20 +9,17 @@ table carries what the public report shows.
 
 from __future__ import annotations
 
-import hmac
-from collections.abc import Iterator
 from datetime import datetime
 from typing import Annotated, Generic, TypeVar
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi import APIRouter, Query
 from pydantic import BaseModel
 from sqlalchemy import func
 from sqlmodel import Session, SQLModel, col, select
 
+from bot.service.deps import Admin, Db
 from task_registry.candidates import decide_candidate
 from task_registry.coverage import CoverageTable, stored_coverage
-from task_registry.db import session_scope
 from task_registry.models import (
     CandidatePR,
     CandidatePRPublic,
@@ -94,35 +91,6 @@ class DecisionIn(BaseModel):
 
 Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT)]
 Offset = Annotated[int, Query(ge=0)]
-_bearer = HTTPBearer(auto_error=False)
-
-
-def get_session(request: Request) -> Iterator[Session]:
-    """A session on the app's registry (``app.state.engine``), committed after the request."""
-    with session_scope(request.app.state.engine) as db:
-        yield db
-
-
-def require_admin(
-    request: Request,
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-) -> str:
-    token: str | None = request.app.state.admin_token
-    if token is None:
-        raise HTTPException(
-            status.HTTP_403_FORBIDDEN, "writes are disabled: no admin token is configured"
-        )
-    if credentials is None or not hmac.compare_digest(credentials.credentials, token):
-        raise HTTPException(
-            status.HTTP_401_UNAUTHORIZED,
-            "a write needs Authorization: Bearer <admin token>",
-            headers={"WWW-Authenticate": "Bearer"},
-        )
-    return "admin"
-
-
-Db = Annotated[Session, Depends(get_session)]
-Admin = Annotated[str, Depends(require_admin)]
 
 
 def make_api_router() -> APIRouter:

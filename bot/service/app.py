@@ -19,48 +19,45 @@ from bot.service.intake import GroupCommitWriter
 from bot.settings import Settings
 
 
-def create_app(context: AppContext, service: Settings | None = None) -> FastAPI:
+def create_app(context: AppContext) -> FastAPI:
+    """The app on ``context``: its settings and registry are what every route depends on
+    (``bot.service.deps``)."""
     from bot.service.api import make_api_router
     from bot.service.dashboard import make_dashboard_router
     from bot.service.leaderboard_page import make_leaderboard_router
     from bot.service.webhook import make_webhook_router
 
-    service = service or context.settings
     settings = context.settings
     secret = (
         settings.webhook_secret.get_secret_value().encode() if settings.webhook_secret else None
     )
     writer = GroupCommitWriter(context.engine)
-    app = FastAPI(title="probewatch", version="0.1.0", lifespan=_lifespan(service, secret, writer))
-    app.state.engine = context.engine
-    app.state.admin_token = (
-        settings.admin_token.get_secret_value() if settings.admin_token else None
-    )
-    app.state.public_url = service.public_url
+    app = FastAPI(title="probewatch", version="0.1.0", lifespan=_lifespan(settings, secret, writer))
+    app.state.context = context
     _add_health(app, context)
     _add_error_handlers(app)
-    if service.webhook_enabled:
-        app.include_router(make_webhook_router(writer, secret, service.webhook_max_body_bytes))
+    if settings.webhook_enabled:
+        app.include_router(make_webhook_router(writer, secret, settings.webhook_max_body_bytes))
     app.include_router(make_api_router())
     app.include_router(make_dashboard_router())
     app.include_router(make_leaderboard_router())
     return app
 
 
-def _lifespan(service: Settings, secret: bytes | None, writer: GroupCommitWriter):  # type: ignore[no-untyped-def]
+def _lifespan(settings: Settings, secret: bytes | None, writer: GroupCommitWriter):  # type: ignore[no-untyped-def]
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        check_webhook_secret(service, secret)
+        check_webhook_secret(settings, secret)
         yield
         writer.stop()
 
     return lifespan
 
 
-def check_webhook_secret(service: Settings, secret: bytes | None) -> None:
+def check_webhook_secret(settings: Settings, secret: bytes | None) -> None:
     from bot.service.webhook import WebhookConfigError
 
-    if service.webhook_enabled and not secret:
+    if settings.webhook_enabled and not secret:
         raise WebhookConfigError(
             "PROBEWATCH_WEBHOOK_SECRET is not set: set it, or disable the webhook with "
             "PROBEWATCH_WEBHOOK_ENABLED=false"

@@ -20,7 +20,7 @@ from sqlmodel import Session, col, select
 
 from bot.report.render import full_report_url, render_full_report
 from bot.report.store import report_input
-from bot.service.api import Db
+from bot.service.deps import Db, SettingsDep
 from task_registry.coverage import stored_coverage
 from task_registry.models import CandidatePR, PRReport, Repo, Task, ValidationRun
 from task_registry.reports import get_report
@@ -118,11 +118,13 @@ def make_dashboard_router() -> APIRouter:
         return TEMPLATES.TemplateResponse(request, "task.html", context)
 
     @router.get("/reports/{owner}/{name}/{number}", response_class=HTMLResponse)
-    def report(request: Request, db: Db, owner: str, name: str, number: int) -> HTMLResponse:
+    def report(
+        request: Request, db: Db, settings: SettingsDep, owner: str, name: str, number: int
+    ) -> HTMLResponse:
         repo = f"{owner}/{name}"
         stored = get_report(session=db, repo=repo, pull_number=number)
         task = find_task(session=db, instance_id=instance_id_for(repo, number))
-        public = request.app.state.public_url
+        public = settings.public_url
         full = (
             render_full_report(
                 report_input(db, task), full_url=full_report_url(public, repo, number)

@@ -13,7 +13,7 @@ from fastapi.templating import Jinja2Templates
 
 from bot.evaluate.leaderboard import Leaderboard, RateOut, build_leaderboard
 from bot.evaluate.plots import inline_svg, leaderboard_svg
-from bot.service.api import Db
+from bot.service.deps import Db
 from task_registry.scoring import Window
 
 TEMPLATES = Jinja2Templates(directory=Path(__file__).with_name("templates"))

@@ -13,7 +13,6 @@ import threading
 from dataclasses import dataclass
 
 from bot.context import AppContext
-from bot.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -26,16 +25,15 @@ class Parts:
 
 
 def run_service(context: AppContext, parts: Parts, host: str, port: int) -> None:
-    service = context.settings
     context.checked_engine()
     stoppers = []
     try:
         if parts.scheduler:
             stoppers.append(_start_scheduler(context))
         if parts.worker:
-            stoppers.append(_start_worker(context, service))
+            stoppers.append(_start_worker(context))
         if parts.web:
-            _serve_web(context, service, host, port)
+            _serve_web(context, host, port)
         else:
             _wait_for_signal()
     finally:
@@ -61,21 +59,21 @@ def _start_scheduler(context: AppContext):  # type: ignore[no-untyped-def]
     return lambda: stop_scheduler(scheduler)
 
 
-def _start_worker(context: AppContext, service: Settings):  # type: ignore[no-untyped-def]
+def _start_worker(context: AppContext):  # type: ignore[no-untyped-def]
     from bot.service.jobs.worker import Worker
 
-    worker = Worker(context, service)
+    worker = Worker(context)
     worker.start()
     log.info("worker %s started", worker.name)
     return worker.stop
 
 
-def _serve_web(context: AppContext, service: Settings, host: str, port: int) -> None:
+def _serve_web(context: AppContext, host: str, port: int) -> None:
     import uvicorn
 
     from bot.service.app import create_app
 
-    uvicorn.run(create_app(context, service), host=host, port=port, log_level="info")
+    uvicorn.run(create_app(context), host=host, port=port, log_level="info")
 
 
 def _wait_for_signal() -> None:

@@ -23,7 +23,6 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel
 from sqlmodel import Session
 
 from bot.service.intake import GroupCommitWriter
@@ -31,16 +30,17 @@ from bot.service.jobs.kinds import (
     IgnorePayload,
     InstallationPayload,
     JobKind,
+    JobPayload,
     PRPayload,
     ignore_key,
     installation_key,
+    job_create,
     mine_key,
     rerun_key,
 )
 from probewatch.errors import ConfigError, ServiceError
 from task_registry.deliveries import record_delivery, set_delivery_status
 from task_registry.jobs import enqueue_job
-from task_registry.models import JobCreate
 from task_registry.types import DeliveryStatus
 
 SIGNATURE_HEADER = "X-Hub-Signature-256"
@@ -74,7 +74,7 @@ class Work:
     """The job an event asks for, or the reason it asks for none."""
 
     kind: JobKind | None
-    payload: BaseModel | None = None
+    payload: JobPayload | None = None
     dedupe_key: str | None = None
     note: str = ""
 
@@ -214,10 +214,8 @@ def store_delivery(
     if work.kind is None:
         set_delivery_status(session=session, delivery=delivery, status=DeliveryStatus.processed)
         return {"status": "ignored", "reason": work.note}
-    assert work.payload is not None
-    job_in = JobCreate(
-        kind=work.kind, payload=work.payload.model_dump(), dedupe_key=work.dedupe_key
-    )
+    assert work.payload is not None and work.dedupe_key is not None
+    job_in = job_create(work.kind, work.payload, work.dedupe_key)
     job, queued = enqueue_job(session=session, job_in=job_in)
     return {"status": "queued" if queued else "already queued", "job": job.id}
 

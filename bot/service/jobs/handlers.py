@@ -1,18 +1,21 @@
-"""What each kind of job does: a registry of handlers keyed by :class:`JobKind`.
+"""What each kind of job does: a registry that maps a :class:`JobKind` to its route.
 
-A handler receives a :class:`JobContext` (settings, database, GitHub clients,
-the job's id and the worker's name) and the job's payload, does its work in
-short transactions, queues any follow-up job with a key derived from its own id
-(so a reclaimed job does not queue it twice), and returns a small result that
-the queue stores.
+A route pairs the kind's payload model with its handler; the payload stored on
+the job is validated once, by the route, and the handler receives the model. A
+handler gets a :class:`JobContext` (the application context, GitHub clients, the
+job's id and the worker's name), does its work in short transactions, queues any
+follow-up job with a key derived from its own id (so a reclaimed job does not
+queue it twice), and returns a small result that the queue stores.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Generic, TypeVar
 
+from pydantic import ValidationError
 from sqlmodel import Session
 
 from bot.context import AppContext
@@ -33,13 +36,16 @@ from bot.service.github.posting import (
 from bot.service.github.redelivery import fetch_attempts, redeliver, to_redeliver
 from bot.service.github.repo_config import load_repo_config
 from bot.service.jobs.kinds import (
+    PAYLOADS,
     IgnorePayload,
     InstallationPayload,
     JobKind,
+    JobPayload,
     PollPayload,
     PRPayload,
     RedeliverPayload,
     followup_key,
+    job_create,
     mine_key,
 )
 from bot.settings import Settings
@@ -48,7 +54,7 @@ from probewatch.errors import ServiceError
 from task_registry.db import session_scope
 from task_registry.deliveries import find_delivery
 from task_registry.jobs import enqueue_job
-from task_registry.models import JobCreate, PRReport
+from task_registry.models import PRReport
 from task_registry.reports import (
     change_installation_repos,
     get_or_create_report,
@@ -68,10 +74,13 @@ class JobRejected(ServiceError):
 @dataclass
 class JobContext:
     app: AppContext
-    service: Settings
     github: GitHubClients
     job_id: int
     owner: str
+
+    @property
+    def settings(self) -> Settings:
+        return self.app.settings
 
     def session(self) -> AbstractContextManager[Session]:
         """A transaction on the registry (the worker checked the schema once at start)."""
@@ -83,18 +92,38 @@ class JobContext:
             raise JobRejected(f"{repo} is not in the watch file")
         return found
 
-    def enqueue(self, kind: JobKind, payload: Any, dedupe_key: str) -> bool:
+    def enqueue(self, kind: JobKind, payload: JobPayload, dedupe_key: str) -> bool:
         with self.session() as session:
-            job_in = JobCreate(kind=kind, payload=payload.model_dump(), dedupe_key=dedupe_key)
-            return enqueue_job(session=session, job_in=job_in)[1]
+            return enqueue_job(session=session, job_in=job_create(kind, payload, dedupe_key))[1]
 
 
-class JobHandler(Protocol):
-    def __call__(self, ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]: ...
+P = TypeVar("P", bound=JobPayload)
 
 
-def mine_pr(ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
-    job = PRPayload.model_validate(payload)
+@dataclass(frozen=True)
+class Route(Generic[P]):
+    """A job kind's payload model and its handler: the stored payload is validated here,
+    once, and the handler receives the model."""
+
+    payload: type[P]
+    handle: Callable[[JobContext, P], dict[str, Any]]
+
+    def __call__(self, ctx: JobContext, raw: Mapping[str, Any]) -> dict[str, Any]:
+        try:
+            payload = self.payload.model_validate(dict(raw))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "payload"
+            raise JobRejected(f"bad {self.payload.__name__}: {where}: {first['msg']}") from None
+        return self.handle(ctx, payload)
+
+
+def route(kind: JobKind, handle: Callable[[JobContext, Any], dict[str, Any]]) -> Route[Any]:
+    """The route of one of probewatch's own kinds: its payload model comes from PAYLOADS."""
+    return Route(PAYLOADS[kind], handle)
+
+
+def mine_pr(ctx: JobContext, job: PRPayload) -> dict[str, Any]:
     watched = ctx.watched(job.repo)
     client = ctx.github.for_repo(job.repo)
     mined = mine_one_pr(engine=ctx.app.engine, client=client, watched=watched, number=job.number)
@@ -104,10 +133,9 @@ def mine_pr(ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
     return {"passed": mined.passed, "reason": mined.reason}
 
 
-def build_report(ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
-    job = PRPayload.model_validate(payload)
+def build_report(ctx: JobContext, job: PRPayload) -> dict[str, Any]:
     watched = ctx.watched(job.repo)
-    home = ctx.app.settings.home
+    home = ctx.settings.home
     built = ensure_task(engine=ctx.app.engine, watched=watched, number=job.number, home=home)
     with ctx.session() as session:
         report = load_report_input(session=session, repo=job.repo, number=job.number)
@@ -118,7 +146,7 @@ def build_report(ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
         stored = store_report(
             session=session,
             report=report.ignoring(config.ignores),
-            public_url=ctx.service.public_url,
+            public_url=ctx.settings.public_url,
             dry_run=watched.dry_run,
             merge_sha=job.merge_sha,
         )
@@ -128,13 +156,12 @@ def build_report(ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
     return {"actionable": rendered.actionable, "body_hash": rendered.body_hash}
 
 
-def post_report(ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
-    job = PRPayload.model_validate(payload)
+def post_report(ctx: JobContext, job: PRPayload) -> dict[str, Any]:
     watched = ctx.watched(job.repo)
     with ctx.session() as session:
         report_id = get_report(session=session, repo=job.repo, pull_number=job.number).id
     assert report_id is not None
-    if not wait_for(lambda: _lock(ctx, report_id), timeout_s=ctx.service.worker_lease_s + 1):
+    if not wait_for(lambda: _lock(ctx, report_id), timeout_s=ctx.settings.worker_lease_s + 1):
         raise RuntimeError(f"{job.repo}#{job.number}: another worker is posting this report")
     try:
         return _post_locked(ctx, job, watched)
@@ -146,7 +173,7 @@ def post_report(ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
 def _lock(ctx: JobContext, report_id: int) -> bool:
     with ctx.session() as session:
         return take_post_lock(
-            session=session, report_id=report_id, owner=ctx.owner, ttl_s=ctx.service.worker_lease_s
+            session=session, report_id=report_id, owner=ctx.owner, ttl_s=ctx.settings.worker_lease_s
         )
 
 
@@ -200,8 +227,7 @@ def _store(ctx: JobContext, report: PRReport, **fields: Any) -> None:
         save_report(session=session, report=fresh, **fields)
 
 
-def poll_repo(ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
-    job = PollPayload.model_validate(payload)
+def poll_repo(ctx: JobContext, job: PollPayload) -> dict[str, Any]:
     watched = ctx.watched(job.repo)
     client = ctx.github.for_repo(job.repo)
     numbers = poll_merged(engine=ctx.app.engine, client=client, watched=watched)
@@ -215,16 +241,14 @@ def poll_repo(ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
     return {"merged": numbers, "queued": queued}
 
 
-def ignore_pr(ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
-    job = IgnorePayload.model_validate(payload)
+def ignore_pr(ctx: JobContext, job: IgnorePayload) -> dict[str, Any]:
     with ctx.session() as session:
         report = get_or_create_report(session=session, repo=job.repo, pull_number=job.number)
         save_report(session=session, report=report, ignored=True)
     return {"ignored": f"{job.repo}#{job.number}", "by": job.by}
 
 
-def installation(ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
-    job = InstallationPayload.model_validate(payload)
+def installation(ctx: JobContext, job: InstallationPayload) -> dict[str, Any]:
     with ctx.session() as session:
         if job.repositories is not None or not job.active:
             row = upsert_installation(
@@ -245,8 +269,7 @@ def installation(ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
         return {"installation": row.installation_id, "repositories": list(row.repositories)}
 
 
-def redeliver_failed(ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]:
-    RedeliverPayload.model_validate(payload)
+def redeliver_failed(ctx: JobContext, job: RedeliverPayload) -> dict[str, Any]:
     requester = ctx.github.integration().requester
     with ctx.session() as session:
 
@@ -259,16 +282,16 @@ def redeliver_failed(ctx: JobContext, payload: dict[str, Any]) -> dict[str, Any]
     return {"redelivered": [attempt.guid for attempt in chosen]}
 
 
-HandlerRegistry = dict[str, JobHandler]
+HandlerRegistry = dict[str, Route[Any]]
 
 
 def default_handlers() -> HandlerRegistry:
     return {
-        JobKind.mine_pr: mine_pr,
-        JobKind.build_report: build_report,
-        JobKind.post_report: post_report,
-        JobKind.poll_repo: poll_repo,
-        JobKind.ignore_pr: ignore_pr,
-        JobKind.installation: installation,
-        JobKind.redeliver: redeliver_failed,
+        JobKind.mine_pr: route(JobKind.mine_pr, mine_pr),
+        JobKind.build_report: route(JobKind.build_report, build_report),
+        JobKind.post_report: route(JobKind.post_report, post_report),
+        JobKind.poll_repo: route(JobKind.poll_repo, poll_repo),
+        JobKind.ignore_pr: route(JobKind.ignore_pr, ignore_pr),
+        JobKind.installation: route(JobKind.installation, installation),
+        JobKind.redeliver: route(JobKind.redeliver, redeliver_failed),
     }

@@ -1,8 +1,10 @@
 """Kinds of work-queue jobs, their payloads and their dedupe keys: one place for each name.
 
-A payload is a pydantic model stored as the job's JSON; a dedupe key makes the
-same work, asked for twice (a redelivered webhook, a replayed request, a
-restarted scheduler), one job.
+A payload is a pydantic model stored as the job's JSON; :data:`PAYLOADS` maps each
+kind to its model, and :func:`job_create` is the one way to queue a job, so a job
+is never queued with another kind's payload and a worker validates what it reads
+once, against the same model. A dedupe key makes the same work, asked for twice
+(a redelivered webhook, a replayed request, a restarted scheduler), one job.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
+
+from task_registry.models import JobCreate
 
 
 class JobKind(StrEnum):
@@ -22,27 +26,27 @@ class JobKind(StrEnum):
     redeliver = "redeliver"  # ask GitHub to redeliver webhook deliveries that never arrived
 
 
-class _Payload(BaseModel):
+class JobPayload(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class PRPayload(_Payload):
+class PRPayload(JobPayload):
     repo: str
     number: int
     merge_sha: str | None = None
 
 
-class IgnorePayload(_Payload):
+class IgnorePayload(JobPayload):
     repo: str
     number: int
     by: str
 
 
-class PollPayload(_Payload):
+class PollPayload(JobPayload):
     repo: str
 
 
-class InstallationPayload(_Payload):
+class InstallationPayload(JobPayload):
     installation_id: int
     account: str
     active: bool = True
@@ -73,7 +77,7 @@ def poll_key(repo: str, slot: int) -> str:
     return f"{JobKind.poll_repo}:{repo}:slot-{slot}"
 
 
-class RedeliverPayload(_Payload):
+class RedeliverPayload(JobPayload):
     pass
 
 
@@ -83,3 +87,22 @@ def redeliver_key(slot: int) -> str:
 
 def installation_key(delivery_id: str) -> str:
     return f"{JobKind.installation}:{delivery_id}"
+
+
+PAYLOADS: dict[JobKind, type[JobPayload]] = {
+    JobKind.mine_pr: PRPayload,
+    JobKind.build_report: PRPayload,
+    JobKind.post_report: PRPayload,
+    JobKind.poll_repo: PollPayload,
+    JobKind.ignore_pr: IgnorePayload,
+    JobKind.installation: InstallationPayload,
+    JobKind.redeliver: RedeliverPayload,
+}
+
+
+def job_create(kind: JobKind, payload: JobPayload, dedupe_key: str) -> JobCreate:
+    """The row that queues ``payload`` as a job of ``kind``; refuses another kind's payload."""
+    expected = PAYLOADS[kind]
+    if type(payload) is not expected:
+        raise TypeError(f"a {kind} job takes a {expected.__name__}, not {type(payload).__name__}")
+    return JobCreate(kind=kind, payload=payload.model_dump(mode="json"), dedupe_key=dedupe_key)

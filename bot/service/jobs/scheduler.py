@@ -20,11 +20,17 @@ from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
 from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy.engine import Engine
 
-from bot.service.jobs.kinds import JobKind, PollPayload, RedeliverPayload, poll_key, redeliver_key
+from bot.service.jobs.kinds import (
+    JobKind,
+    PollPayload,
+    RedeliverPayload,
+    job_create,
+    poll_key,
+    redeliver_key,
+)
 from bot.watchfile import WatchedRepo
 from task_registry.db import session_scope
 from task_registry.jobs import enqueue_job
-from task_registry.models import JobCreate
 from task_registry.reports import installation_for
 
 log = logging.getLogger(__name__)
@@ -46,11 +52,7 @@ def enqueue_poll(repo: str, interval_minutes: int, store: str = "default") -> bo
     with session_scope(_engines[store]) as session:
         if installation_for(session=session, repo=repo) is not None:
             return False  # the App's webhook tells us about merges there
-        job_in = JobCreate(
-            kind=JobKind.poll_repo,
-            payload=PollPayload(repo=repo).model_dump(),
-            dedupe_key=poll_key(repo, slot),
-        )
+        job_in = job_create(JobKind.poll_repo, PollPayload(repo=repo), poll_key(repo, slot))
         return enqueue_job(session=session, job_in=job_in)[1]
 
 
@@ -58,11 +60,7 @@ def enqueue_redelivery(interval_minutes: int, store: str = "default") -> bool:
     """The scheduled call: queue one check of the App's delivery log for this slot."""
     slot = int(time.time() // (interval_minutes * 60))
     with session_scope(_engines[store]) as session:
-        job_in = JobCreate(
-            kind=JobKind.redeliver,
-            payload=RedeliverPayload().model_dump(),
-            dedupe_key=redeliver_key(slot),
-        )
+        job_in = job_create(JobKind.redeliver, RedeliverPayload(), redeliver_key(slot))
         return enqueue_job(session=session, job_in=job_in)[1]
 
 

@@ -25,7 +25,6 @@ from sqlmodel import Session
 from bot.context import AppContext
 from bot.service.github.client import GitHubClients
 from bot.service.jobs.handlers import HandlerRegistry, JobContext, JobRejected, default_handlers
-from bot.settings import Settings
 from task_registry.db import session_scope
 from task_registry.jobs import LeaseLost, claim_job, complete_job, fail_job, get_job, renew_lease
 from task_registry.models import Job
@@ -50,15 +49,14 @@ class Worker:
     def __init__(
         self,
         context: AppContext,
-        service: Settings,
         *,
         handlers: HandlerRegistry | None = None,
         github: GitHubClients | None = None,
         name: str | None = None,
     ) -> None:
-        self.context, self.service = context, service
+        self.context, self.settings = context, context.settings
         self.handlers = handlers if handlers is not None else default_handlers()
-        self.github = github or GitHubClients(context.settings, service)
+        self.github = github or GitHubClients(context.settings)
         self.name = name or worker_name()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -81,7 +79,7 @@ class Worker:
             job = claim_job(
                 session=session,
                 owner=self.name,
-                lease_s=self.service.worker_lease_s,
+                lease_s=self.settings.worker_lease_s,
                 kinds=list(self.handlers),
             )
         if job is None:
@@ -106,11 +104,11 @@ class Worker:
 
     def _call(self, job: Job) -> dict[str, Any]:
         assert job.id is not None
-        ctx = JobContext(self.context, self.service, self.github, job.id, self.name)
-        return self.handlers[job.kind](ctx, dict(job.payload))
+        ctx = JobContext(self.context, self.github, job.id, self.name)
+        return self.handlers[job.kind](ctx, job.payload)
 
     def _renew(self, job_id: int, done: threading.Event) -> None:
-        while not done.wait(self.service.worker_lease_s / 3):
+        while not done.wait(self.settings.worker_lease_s / 3):
             try:
                 with self._session() as session:
                     job = get_job(session=session, job_id=job_id)
@@ -118,7 +116,7 @@ class Worker:
                         session=session,
                         job=job,
                         owner=self.name,
-                        lease_s=self.service.worker_lease_s,
+                        lease_s=self.settings.worker_lease_s,
                     )
             except LeaseLost:
                 return
@@ -169,7 +167,7 @@ class Worker:
                 log.exception("worker %s: claiming a job failed", self.name)
                 outcome = None
             if outcome is None:
-                self._stop.wait(self.service.worker_poll_s)
+                self._stop.wait(self.settings.worker_poll_s)
 
     def start(self) -> threading.Thread:
         self._thread = threading.Thread(
