@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from probe_builder.gitio import run_git
+from probewatch.git import run_git
 from probewatch.paths import PathMatcher
 
 VERL_TEST_GLOBS = ("tests/**", "**/test_*.py", "**/*_test.py")
@@ -32,7 +32,7 @@ class HistoricalPR:
 
 
 def _numstat(repo: Path, base: str, head: str) -> list[tuple[int, int, str]]:
-    out = run_git(repo, "diff", "--numstat", "--no-renames", base, head)
+    out = run_git(repo, "diff", "--numstat", "--no-renames", base, head).stdout
     rows = []
     for line in out.splitlines():
         added, removed, path = line.split("\t", 2)
@@ -55,7 +55,7 @@ def month_commits(repo: Path, month: str) -> list[tuple[str, str, str]]:
         f"--until={until}T00:00:00",
         "--format=%H%x00%P%x00%s",
         "HEAD",
-    )
+    ).stdout
     commits = []
     for line in out.splitlines():
         sha, parents, subject = line.split("\x00", 2)

@@ -24,9 +24,10 @@ from bench.history import (
     scratch_worktree,
 )
 from probe_builder.adversarial.hollow import HollowError, build_hollow_patch
-from probe_builder.gitio import GitError, GitTree, diff_commits, run_git
+from probe_builder.gitio import GitTree, diff_commits
 from probe_builder.material.pysource import UnparsableSource
 from probe_builder.material.split import split_patch
+from probewatch.git import GitError, run_git
 
 
 @dataclass(frozen=True)

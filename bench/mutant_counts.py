@@ -17,8 +17,9 @@ from pathlib import Path
 
 from bench.history import VERL_TEST_GLOBS, qualifying_prs, reset_worktree, scratch_worktree
 from probe_builder.adversarial.mutants import Mutant, generate_mutants
-from probe_builder.gitio import GitError, GitTree, diff_commits, run_git
+from probe_builder.gitio import GitTree, diff_commits
 from probe_builder.material.split import split_patch
+from probewatch.git import GitError, run_git
 
 
 def _unappliable(tree: Path, base: str, mutants: tuple[Mutant, ...]) -> list[str]:

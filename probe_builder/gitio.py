@@ -1,4 +1,4 @@
-"""Reading a repository at a commit through the git command line.
+"""Reading a repository at a commit through the git command line (``probewatch.git``).
 
 probe_builder reads the pre- and post-change trees of a PR without checking
 anything out: file text via ``git cat-file``, diffs via ``git diff``. A
@@ -14,34 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from probewatch.errors import BuildError
-
-ENCODING_ERRORS = "surrogateescape"  # round-trips bytes that are not UTF-8
-
-
-class GitError(BuildError):
-    """A git command failed; the message carries the command and git's stderr."""
-
-
-def run_git(repo: Path, *args: str, stdin: str | None = None) -> str:
-    """Run one git command in ``repo`` and return its stdout as text."""
-    proc = subprocess.run(
-        ["git", "-C", str(repo), *args],
-        input=None if stdin is None else stdin.encode("utf-8", ENCODING_ERRORS),
-        capture_output=True,
-        check=False,
-    )
-    if proc.returncode != 0:
-        err = proc.stderr.decode("utf-8", "replace").strip()
-        raise GitError(f"git {' '.join(args[:3])} failed in {repo}: {err}")
-    return proc.stdout.decode("utf-8", ENCODING_ERRORS)
+from probewatch.git import ENCODING_ERRORS, run_git
 
 
 def diff_commits(repo: Path, base: str, head: str) -> str:
     """The PR's diff ``base..head``: renames as delete plus add, binary hunks included."""
     return run_git(
         repo, "diff", "--no-color", "--no-ext-diff", "--no-renames", "--binary", base, head
-    )
+    ).stdout
 
 
 class TreeReader(Protocol):

@@ -45,11 +45,10 @@ from probe_builder.adversarial.survivors import (
     TaskRunSpec,
 )
 from probe_builder.authors.base import Author, AuthorError, AuthorRequest
-from probe_builder.gitio import GitError, GitTree, run_git
+from probe_builder.gitio import GitTree
 from probe_builder.material.assemble import PullRequest, TaskMaterial, build_material
 from probe_builder.material.diffs import DiffParseError, parse_diff
 from probe_builder.material.split import is_test_path
-from probe_builder.material.statement import Hardware as StatementHardware
 from probe_builder.material.statement_checks import check_leaks
 from probe_builder.promises.extract import ExtractedPromise
 from probe_builder.task_records import (
@@ -64,6 +63,7 @@ from probe_builder.task_records import (
     store_build,
     store_validation,
 )
+from probewatch.git import GitError, run_git
 from runners.types import Backend, EnvironmentRef, Hardware, Outcome
 from task_registry.coverage import CoverageTable
 from task_registry.db import session_scope
@@ -128,7 +128,7 @@ def pre_change_commit(mirror: Path, merge_sha: str) -> str:
     Not GitHub's ``base.sha`` (the base branch's tip when the PR was opened), which
     would drag other PRs' changes into the diff."""
     try:
-        return run_git(mirror, "rev-parse", "--verify", f"{merge_sha}^1^{{commit}}").strip()
+        return run_git(mirror, "rev-parse", "--verify", f"{merge_sha}^1^{{commit}}").stdout.strip()
     except GitError as exc:
         raise PipelineError(
             f"commit {merge_sha} (or its parent) is not in the mirror {mirror}: fetch it first"
@@ -136,7 +136,7 @@ def pre_change_commit(mirror: Path, merge_sha: str) -> str:
 
 
 def commit_time(mirror: Path, sha: str) -> datetime:
-    stamp = run_git(mirror, "show", "-s", "--format=%ct", sha).strip()
+    stamp = run_git(mirror, "show", "-s", "--format=%ct", sha).stdout.strip()
     return datetime.fromtimestamp(int(stamp), tz=UTC)
 
 
@@ -160,7 +160,7 @@ def build_task(
     pr = PullRequest(
         mirror, base, candidate.merge_sha, candidate.title, candidate.body, instance_id
     )
-    hardware = StatementHardware(settings.gpus, settings.gpu_type)
+    hardware = Hardware(settings.gpus, settings.gpu_type)
     try:
         material = build_material(
             pr, test_globs=settings.test_globs, hardware=hardware, author=author

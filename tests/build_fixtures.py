@@ -34,7 +34,7 @@ from probe_builder.adversarial.survivors import (
     search_survivors,
 )
 from probe_builder.authors.base import MechanicalAuthor, ProposedPatch
-from probe_builder.gitio import run_git
+from probewatch.git import run_git
 from runners.types import PatchSpec
 from task_registry.types import Control, PromiseCategory, Suite
 from tests.probe_builder_support import FixturePR, make_pr
@@ -363,7 +363,7 @@ def demo_specs(folder: Path) -> list[tuple[str, TaskRunSpec, list[Variant]]]:
         material = build_material(request, test_globs=("tests/**", "**/test_*.py"))
         head = request.head
         tests = {
-            f.path: run_git(demo.path, "show", f"{head}:{f.path}")
+            f.path: run_git(demo.path, "show", f"{head}:{f.path}").stdout
             for f in material.split.test_python
         }
         spec = TaskRunSpec(demo.path, pr.base_sha, material.split.golden, tests)

@@ -65,3 +65,18 @@ def test_the_file_is_read_through_the_contents_api(github_emulator: GitHubEmulat
     with pytest.raises(RepoConfigError, match=r"acme/infra-lib:\.github/probewatch\.yml: comment"):
         github_emulator.state.add_content(REPO, ".github/probewatch.yml", "comment: 3\n")
         load_repo_config(repo)
+
+
+def test_ignore_paths_follow_the_watch_files_glob_rules() -> None:
+    """Regression: ``fnmatch`` matched nothing for ``megatron/legacy/`` and let ``*``
+    cross folders, unlike the same glob in the watch file."""
+    config = parse_repo_config("ignore_paths: ['megatron/legacy/', '*.md', 'tools/*.py']\n")
+    assert config.ignores("megatron/legacy/model/gpt.py")
+    assert config.ignores("docs/guide/index.md")
+    assert config.ignores("tools/run.py") and not config.ignores("tools/sub/run.py")
+    assert not config.ignores("megatron/core/legacy.py")
+
+
+def test_a_bad_ignore_glob_names_its_key() -> None:
+    with pytest.raises(RepoConfigError, match="ignore_paths: empty glob"):
+        parse_repo_config("ignore_paths: ['docs/', '  ']\n")

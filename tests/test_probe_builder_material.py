@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from probe_builder.authors.base import AuthorRequest, MechanicalAuthor, ProposedPatch, ProposedProbe
 from probe_builder.material.assemble import PullRequest, build_material
-from probe_builder.material.statement import Hardware
+from runners.types import Hardware
 from task_registry.types import PromiseCategory, PromiseVerdict
 from tests.probe_builder_support import TEST_GLOBS, cache_pr
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from probe_builder.material.contract import extract_contract, sources_of_test_patch
-from probe_builder.material.statement import Hardware, StatementInputs, render_statement
+from probe_builder.material.statement import StatementInputs, render_statement
 from probe_builder.material.statement_checks import (
     LeakKind,
     check_leaks,
@@ -14,6 +14,7 @@ from probe_builder.material.statement_checks import (
     python_code_tokens,
 )
 from probe_builder.promises.extract import extract_promises
+from runners.types import Hardware
 from tests.probe_builder_support import cache_pr
 
 DESCRIPTION = """\

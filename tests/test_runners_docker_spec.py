@@ -20,7 +20,6 @@ from runners.backends.docker import (
     CONTAINER_WORK,
     GPU_ULIMITS,
     REQUEST_FILE,
-    RESULT_FILE,
     BaseImage,
     DockerBackend,
     DockerConfig,
@@ -32,7 +31,7 @@ from runners.backends.docker import (
     read_results,
     to_run_kwargs,
 )
-from runners.backends.serialize import request_from_json
+from runners.backends.serialize import RESULT_FILE, request_from_json
 from runners.types import (
     EnvironmentRef,
     FaultKind,

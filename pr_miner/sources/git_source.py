@@ -22,9 +22,10 @@ from pathlib import Path
 from pr_miner.errors import CursorLost, EmptyRange, NotAGitRepository, ShallowHistory, UnknownBranch
 from pr_miner.selection.layout import same_program
 from pr_miner.sources.base import QuotaState, Scan, ScanRequest
-from pr_miner.sources.gitlog import RawCommit, log_commits, read_blobs, run_git
+from pr_miner.sources.gitlog import RawCommit, log_commits, read_blobs
 from pr_miner.sources.styles import Recognised, recognise, split_message
 from pr_miner.types import FileChange, HistoryEntry, MergedPR
+from probewatch.git import run_git
 from task_registry.types import CursorSource
 
 REMOTE_PREFIXES = ("", "refs/heads/", "refs/remotes/origin/")

@@ -1,4 +1,4 @@
-"""Run git and stream-parse ``git log --first-parent -z --numstat`` in one pass.
+"""Stream-parse ``git log --first-parent -z --numstat`` in one pass.
 
 Each commit starts with a record separator (0x1E) and carries its fields
 separated by 0x1F: sha, parents, committer time, author, raw message; the
@@ -11,7 +11,6 @@ relative diffs, external diff drivers) is switched off on the command line.
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -20,18 +19,11 @@ from pathlib import Path
 
 from pr_miner.errors import GitFailed
 from pr_miner.types import FileChange
+from probewatch.git import GIT_CONFIG, git_env
 
 RECORD, FIELD = b"\x1e", b"\x1f"
 HEADER = "%x1e%H%x1f%P%x1f%ct%x1f%aN%x1f%B%x1f"
 CHUNK = 1 << 16
-GIT_CONFIG = (
-    "-c",
-    "log.showSignature=false",
-    "-c",
-    "diff.relative=false",
-    "-c",
-    "core.quotePath=false",
-)
 LOG_ARGS = ("log", "--first-parent", "-z", "--encoding=UTF-8", "--no-color", f"--format={HEADER}")
 NUMSTAT_ARGS = ("--numstat", "-M", "--diff-merges=first-parent", "--no-ext-diff", "--no-textconv")
 
@@ -44,27 +36,6 @@ class RawCommit:
     author: str
     message: str
     files: tuple[FileChange, ...] = ()
-
-
-def git_env() -> dict[str, str]:
-    """The environment for git: never prompt, never page."""
-    return {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_PAGER": "cat", "LC_ALL": "C"}
-
-
-def run_git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    """Run a short git command in ``repo``; ``GitFailed`` carries git's own message."""
-    result = subprocess.run(
-        ["git", "-C", str(repo), *GIT_CONFIG, *args],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        errors="replace",
-        env=git_env(),
-        check=False,
-    )
-    if check and result.returncode != 0:
-        raise GitFailed(f"git {' '.join(args)} failed in {repo}: {result.stderr.strip()}")
-    return result
 
 
 def log_commits(repo: Path, revisions: Sequence[str], *, numstat: bool) -> Iterator[RawCommit]:

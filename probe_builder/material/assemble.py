@@ -18,7 +18,7 @@ from probe_builder.authors.base import Author, AuthorRequest, MechanicalAuthor, 
 from probe_builder.gitio import GitTree, diff_commits
 from probe_builder.material.contract import Contract, extract_contract, sources_of_test_patch
 from probe_builder.material.split import PatchSplit, split_patch
-from probe_builder.material.statement import Hardware, StatementInputs, render_statement
+from probe_builder.material.statement import StatementInputs, render_statement
 from probe_builder.material.statement_checks import (
     CodeToken,
     LeakReport,
@@ -30,6 +30,7 @@ from probe_builder.material.statement_checks import (
 from probe_builder.promises.assertions import AssertionProfile, profile_test_patch
 from probe_builder.promises.extract import ExtractedPromise, extract_promises
 from probe_builder.promises.verdicts import PromiseCheck, judge_promises
+from runners.types import Hardware
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ import jinja2
 from probe_builder.material.contract import Contract
 from probe_builder.material.description import clean_description, clean_title
 from probe_builder.promises.extract import ExtractedPromise
+from runners.types import Hardware
 from task_registry.types import PromiseCategory
 
 TEMPLATE_DIR = Path(__file__).with_name("templates")
@@ -34,17 +35,12 @@ BEHAVIOUR_HEADINGS: dict[PromiseCategory, str] = {
 }
 
 
-@dataclass(frozen=True)
-class Hardware:
-    gpus: int = 0
-    gpu_type: str | None = None
-
-    def describe(self) -> str:
-        if self.gpus == 0:
-            return "Runs on CPU; no GPU is required."
-        kind = f" ({self.gpu_type})" if self.gpu_type else ""
-        plural = "s" if self.gpus > 1 else ""
-        return f"Graded on {self.gpus} GPU{plural}{kind} on one node."
+def describe_hardware(hardware: Hardware) -> str:
+    if hardware.gpus == 0:
+        return "Runs on CPU; no GPU is required."
+    kind = f" ({hardware.gpu_type})" if hardware.gpu_type else ""
+    plural = "s" if hardware.gpus > 1 else ""
+    return f"Graded on {hardware.gpus} GPU{plural}{kind} on one node."
 
 
 @dataclass(frozen=True)
@@ -97,6 +93,6 @@ def render_statement(inputs: StatementInputs) -> str:
             modes=list(
                 dict.fromkeys(p.quote for p in promises if p.category == PromiseCategory.mode)
             ),
-            hardware=inputs.hardware.describe(),
+            hardware=describe_hardware(inputs.hardware),
         )
     )

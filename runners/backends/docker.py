@@ -27,6 +27,7 @@ from typing import Any
 from probewatch.errors import RunnerError
 from runners.backends.placement import describe_capacity, describe_hardware, fits, unschedulable
 from runners.backends.serialize import (
+    RESULT_FILE,
     SerializationError,
     request_to_json,
     result_from_json,
@@ -47,8 +48,6 @@ CONTAINER_IO = PurePosixPath("/probewatch/io")
 CONTAINER_WORK = PurePosixPath("/probewatch/work")
 CONTAINER_REPO = PurePosixPath("/probewatch/repo")
 REQUEST_FILE = "request.json"
-RESULT_FILE = "result.json"
-JUNIT_FILE = "junit.xml"
 LOG_TAIL_LINES = 200
 LABEL_PREFIX = "io.probewatch"
 IMAGE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

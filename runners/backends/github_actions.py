@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from probewatch.errors import RunnerError
 from runners.backends.placement import describe_capacity, describe_hardware, fits, unschedulable
 from runners.backends.serialize import (
+    RESULT_FILE,
     SerializationError,
     encode_inline,
     request_to_json,
@@ -54,7 +55,6 @@ if TYPE_CHECKING:
 
 WORKFLOW_FILE = "probewatch-run.yml"
 RESULTS_ARTIFACT = "probewatch-results"
-RESULT_FILE = "result.json"
 RUN_NAME_PREFIX = "probewatch run "  # the workflow's run-name: "probewatch run <run_id>"
 # GitHub caps a dispatch's inputs at 65,535 characters in all; the other inputs are short.
 INLINE_LIMIT = 60_000

@@ -33,6 +33,8 @@ from pathlib import Path
 
 from probewatch.errors import RunnerError
 from runners.backends.serialize import (
+    JUNIT_FILE,
+    RESULT_FILE,
     SerializationError,
     decode_inline,
     is_url_reference,
@@ -52,8 +54,6 @@ from runners.types import (
     TestStatus,
 )
 
-RESULT_FILE = "result.json"
-JUNIT_FILE = "junit.xml"
 EXIT_OK, EXIT_FAULT = 0, 3
 URL_TOKEN_ENV = "PROBEWATCH_REQUEST_TOKEN"  # a secret of the runner, never a workflow input
 FETCH_TIMEOUT_S = 60.0

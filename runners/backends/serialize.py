@@ -46,6 +46,9 @@ SECRET_ENV_MARKERS = (
 )
 
 _T = TypeVar("_T")
+# What a remote run leaves in its output folder: the runner writes, the backends read.
+RESULT_FILE = "result.json"
+JUNIT_FILE = "junit.xml"
 
 
 class SerializationError(RunnerError, ValueError):

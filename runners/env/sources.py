@@ -10,8 +10,6 @@ silently lost.
 
 from __future__ import annotations
 
-import fnmatch
-import subprocess
 import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
@@ -19,6 +17,8 @@ from pathlib import Path, PurePosixPath
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from probewatch.git import run_git
+from probewatch.paths import PathMatcher
 from runners.env.config import RepoEnvConfig
 from runners.env.errors import EnvError
 from runners.env.setup_py import static_setup_requirements
@@ -83,9 +83,7 @@ class _GitReader:
         return self._git("show", f"{self.commit}:{path}")
 
     def _git(self, *args: str) -> str:
-        done = subprocess.run(
-            ["git", "-C", str(self.repo), *args], capture_output=True, text=True, check=False
-        )
+        done = run_git(self.repo, *args, check=False)
         if done.returncode != 0:
             raise RequirementsUnreadable(
                 f"git {' '.join(args)} in {self.repo}: {done.stderr.strip()}"
@@ -94,12 +92,9 @@ class _GitReader:
 
 
 def _matching_files(files: frozenset[str], patterns: tuple[str, ...]) -> list[str]:
-    return sorted(path for path in files if any(_matches(path, p) for p in patterns))
-
-
-def _matches(path: str, pattern: str) -> bool:
-    # fnmatch's "*" crosses "/": "requirements*.txt" must not take requirements/cuda.txt.
-    return path.count("/") == pattern.count("/") and fnmatch.fnmatchcase(path, pattern)
+    # Requirement files are named from the root: "requirements*.txt" is not docs/requirements.txt.
+    matcher = PathMatcher("/" + pattern.lstrip("/") for pattern in patterns)
+    return sorted(path for path in files if matcher.matches(path))
 
 
 def _collect_pyproject(

@@ -1,7 +1,9 @@
 """In-repo configuration: ``.github/probewatch.yml`` in the upstream repository.
 
 Maintainers decide there whether probewatch comments (``comment``), opens a
-check run (``check_run``), which paths it ignores (``ignore_paths``, globs) and
+check run (``check_run``), which paths it ignores (``ignore_paths``, globs with
+the watch file's gitignore rules: ``megatron/legacy/`` is that folder,
+``*.md`` a file name at any depth) and
 which PR label silences it (``skip_label``). The file is read through the
 contents API at the default branch; a missing file means the defaults. Every
 key is checked: an unknown key or a wrong type fails with the file, the key and
@@ -10,13 +12,14 @@ the reason, and then nothing is posted.
 
 from __future__ import annotations
 
-from fnmatch import fnmatch
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from probewatch.errors import ConfigError
+from probewatch.paths import GlobError, PathMatcher
 
 if TYPE_CHECKING:
     from github.Repository import Repository
@@ -40,8 +43,12 @@ class RepoConfig(BaseModel):
     ignore_paths: list[str] = Field(default_factory=list)
     skip_label: str | None = Field(default=None, min_length=1)
 
+    @cached_property
+    def _ignored(self) -> PathMatcher:
+        return PathMatcher(self.ignore_paths)
+
     def ignores(self, path: str) -> bool:
-        return any(fnmatch(path, pattern) for pattern in self.ignore_paths)
+        return self._ignored.matches(path)
 
 
 def parse_repo_config(text: str, *, source: str = CONFIG_PATH) -> RepoConfig:
@@ -59,7 +66,11 @@ def parse_repo_config(text: str, *, source: str = CONFIG_PATH) -> RepoConfig:
 
 def _validate(raw: dict[str, Any], source: str) -> RepoConfig:
     try:
-        return RepoConfig.model_validate(raw)
+        config = RepoConfig.model_validate(raw)
+        config.ignores("")  # compile the globs now: a bad one fails here, naming the key
+        return config
+    except GlobError as exc:
+        raise RepoConfigError(source, "ignore_paths", str(exc)) from None
     except ValidationError as exc:
         error = exc.errors()[0]
         key = ".".join(str(part) for part in error["loc"]) or "(file)"
