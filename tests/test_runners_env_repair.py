@@ -7,9 +7,8 @@ from pathlib import Path
 import pytest
 
 from runners.env import EnvHome, EnvRequest, RepairOutcome, RepoEnvConfig, prepare_environment
-from runners.env.distributions import distribution_for
 from runners.env.manifest import read_manifest
-from runners.env.repair import judge, missing_modules
+from runners.env.repair import distribution_for, judge, missing_modules
 from runners.env.uv import Uv
 from tests.runners_env_support import ERA, make_repo
 

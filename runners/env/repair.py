@@ -4,7 +4,10 @@ Requirement files are often incomplete. Collecting the tests (``pytest
 --collect-only``) imports every test module and conftest; the import errors
 it prints name the missing modules. Each is mapped to a distribution and
 judged: added, or refused with a reason (the standard library, the repository's
-own code, a distribution the config excludes, one already tried).
+own code, a distribution the config excludes, one already tried). Most packages
+install a module of their own name (``requests`` from ``requests``); the table
+below holds the well-known exceptions, a dotted key winning over its top-level
+name (``google.protobuf`` before ``google``).
 """
 
 from __future__ import annotations
@@ -20,7 +23,6 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from runners.env.config import RepoEnvConfig
-from runners.env.distributions import distribution_for
 from runners.env.manifest import Repair, RepairOutcome
 from runners.types import EnvironmentRef
 
@@ -36,6 +38,48 @@ MISSING_MODULE_SIGNATURES: tuple[re.Pattern[str], ...] = (
 )
 # Variables a collection run may inherit from the host; everything else is left out.
 PASSED_THROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT")
+
+MODULE_TO_DISTRIBUTION: dict[str, str] = {
+    "yaml": "PyYAML",
+    "cv2": "opencv-python-headless",
+    "PIL": "Pillow",
+    "sklearn": "scikit-learn",
+    "skimage": "scikit-image",
+    "google.protobuf": "protobuf",
+    "attr": "attrs",
+    "bs4": "beautifulsoup4",
+    "dateutil": "python-dateutil",
+    "dotenv": "python-dotenv",
+    "jwt": "PyJWT",
+    "Crypto": "pycryptodome",
+    "OpenSSL": "pyOpenSSL",
+    "serial": "pyserial",
+    "magic": "python-magic",
+    "git": "GitPython",
+    "github": "PyGithub",
+    "zmq": "pyzmq",
+    "fitz": "PyMuPDF",
+    "docx": "python-docx",
+    "pptx": "python-pptx",
+    "Levenshtein": "python-Levenshtein",
+    "hydra": "hydra-core",
+    "tensorboardX": "tensorboardX",
+    "pynvml": "nvidia-ml-py",
+    "multipart": "python-multipart",
+    "jose": "python-jose",
+    "Bio": "biopython",
+    "pkg_resources": "setuptools",
+}
+
+
+def distribution_for(module: str) -> str:
+    """The distribution to install for ``module`` (a dotted name from an import error)."""
+    parts = module.split(".")
+    for length in range(len(parts), 0, -1):
+        found = MODULE_TO_DISTRIBUTION.get(".".join(parts[:length]))
+        if found is not None:
+            return found
+    return parts[0].replace("_", "-")
 
 
 @dataclass(frozen=True)
