@@ -49,7 +49,6 @@ from probe_builder.coverage import CoverageTable
 from probe_builder.gitio import GitError, GitTree, run_git
 from probe_builder.material.assemble import PullRequest, TaskMaterial, build_material
 from probe_builder.material.diffs import DiffParseError, parse_diff
-from probe_builder.material.split import is_test_path
 from probe_builder.material.statement import Hardware as StatementHardware
 from probe_builder.material.statement_checks import check_leaks
 from probe_builder.promises.extract import ExtractedPromise
@@ -65,6 +64,7 @@ from probe_builder.task_records import (
     store_build,
     store_validation,
 )
+from probewatch.testfiles import PYTEST_MODULE_GLOBS, is_pytest_module
 from runners.types import Backend, EnvironmentRef, Hardware, Outcome
 from task_registry.db import session_scope
 from task_registry.types import PromiseCategory
@@ -379,14 +379,15 @@ def _unmatched_survivors(report: AcceptanceReport, table: CoverageTable) -> list
 
 
 def load_probe_folder(folder: Path, *, probe_dir: str = DEFAULT_PROBE_DIR) -> list[ProbeFile]:
-    """Every test file under ``folder`` as a probe placed under ``probe_dir`` in the tree."""
+    """Every test module under ``folder`` (a file pytest collects: helpers and conftest.py
+    stay out) as a probe placed under ``probe_dir`` in the tree."""
     if not folder.is_dir():
         raise PipelineError(f"{folder} is not a folder of probe files")
     categories = _manifest(folder)
     probes = []
     for file in sorted(folder.rglob("*.py")):
         relative = file.relative_to(folder).as_posix()
-        if not is_test_path(relative, ("**/test_*.py", "**/*_test.py")):
+        if not is_pytest_module(relative):
             continue
         probes.append(
             ProbeFile(
@@ -396,7 +397,8 @@ def load_probe_folder(folder: Path, *, probe_dir: str = DEFAULT_PROBE_DIR) -> li
             )
         )
     if not probes:
-        raise PipelineError(f"{folder} holds no probe file (test_*.py or *_test.py)")
+        names = " or ".join(PYTEST_MODULE_GLOBS)
+        raise PipelineError(f"{folder} holds no probe file ({names})")
     return probes
 
 
