@@ -3,7 +3,9 @@
 A repository whose default branch is a line of squash commits (verl) has one
 commit per merged PR, so a PR's diff is ``commit^..commit``. A PR qualifies
 when it changes at least ``min_lines`` lines (binary files not counted),
-touches at least one test file and at least one non-test Python file.
+touches at least one test file and at least one non-test Python file. Test
+files are verl's as the shipped example watch file configures them, so the
+benchmarks split a PR as the application would.
 """
 
 from __future__ import annotations
@@ -13,12 +15,20 @@ import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
+from bot.watchfile import example_watch_file, load_watch_file
 from probewatch.git import run_git
-from probewatch.paths import PathMatcher
+from probewatch.testfiles import TestFiles
 
-VERL_TEST_GLOBS = ("tests/**", "**/test_*.py", "**/*_test.py")
+VERL = "volcengine/verl"
+
+
+@cache
+def verl_test_globs() -> tuple[str, ...]:
+    """verl's ``tests.globs`` from the example watch file."""
+    return tuple(load_watch_file(example_watch_file()).get(VERL).tests.globs)
 
 
 @dataclass(frozen=True)
@@ -65,15 +75,16 @@ def month_commits(repo: Path, month: str) -> list[tuple[str, str, str]]:
 
 
 def qualifying_prs(
-    repo: Path, month: str, *, min_lines: int, test_globs: Sequence[str] = VERL_TEST_GLOBS
+    repo: Path, month: str, *, min_lines: int, test_globs: Sequence[str] | None = None
 ) -> list[HistoricalPR]:
+    """The month's PRs that qualify; ``test_globs`` default to verl's."""
     prs = []
-    is_test = PathMatcher(test_globs).matches
+    test_files = TestFiles(verl_test_globs() if test_globs is None else test_globs)
     for sha, base, subject in month_commits(repo, month):
         rows = _numstat(repo, base, sha)
         lines = sum(a + r for a, r, _ in rows)
-        tests = [p for _, _, p in rows if is_test(p)]
-        python = [p for _, _, p in rows if p.endswith(".py") and not is_test(p)]
+        others, tests = test_files.split(p for _, _, p in rows)
+        python = [p for p in others if p.endswith(".py")]
         if lines >= min_lines and tests and python:
             prs.append(HistoricalPR(sha, base, subject, lines, len(tests), len(python)))
     return prs

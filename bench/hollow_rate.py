@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.history import (
-    VERL_TEST_GLOBS,
     HistoricalPR,
     qualifying_prs,
     reset_worktree,
     scratch_worktree,
+    verl_test_globs,
 )
 from probe_builder.adversarial.hollow import HollowError, build_hollow_patch
 from probe_builder.gitio import GitTree, diff_commits
@@ -56,7 +56,7 @@ def _compile_all(tree: Path, paths: list[str]) -> list[str]:
 
 
 def check_pr(repo: Path, tree: Path, pr: HistoricalPR) -> HollowOutcome:
-    split = split_patch(diff_commits(repo, pr.base, pr.sha), test_globs=VERL_TEST_GLOBS)
+    split = split_patch(diff_commits(repo, pr.base, pr.sha), test_globs=verl_test_globs())
     try:
         hollow = build_hollow_patch(
             split.golden_files, base=GitTree(repo, pr.base), head=GitTree(repo, pr.sha)

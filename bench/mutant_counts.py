@@ -15,7 +15,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from bench.history import VERL_TEST_GLOBS, qualifying_prs, reset_worktree, scratch_worktree
+from bench.history import qualifying_prs, reset_worktree, scratch_worktree, verl_test_globs
 from probe_builder.adversarial.mutants import Mutant, generate_mutants
 from probe_builder.gitio import GitTree, diff_commits
 from probe_builder.material.split import split_patch
@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     with scratch_worktree(args.mirror, prs[0].base) as tree:
         for pr in prs:
             split = split_patch(
-                diff_commits(args.mirror, pr.base, pr.sha), test_globs=VERL_TEST_GLOBS
+                diff_commits(args.mirror, pr.base, pr.sha), test_globs=verl_test_globs()
             )
             mutants = generate_mutants(
                 split.golden_files,

@@ -13,15 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from pr_miner.config import DEFAULT_TEST_GLOBS as MINER_TEST_GLOBS
 from probewatch.errors import ConfigError
+from probewatch.testfiles import DEFAULT_TEST_GLOBS
 
 if TYPE_CHECKING:
     from pr_miner.config import MiningConfig
 
-# Test file = under a tests/ or test/ folder at any depth, or test_*.py / *_test.py:
-# the miner's convention, so a watch file without [tests] globs means the same to both.
-DEFAULT_TEST_GLOBS = list(MINER_TEST_GLOBS)
 DEFAULT_SIZE_THRESHOLD = 1000
 REPO_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+$"
 
@@ -41,6 +38,8 @@ class _Strict(BaseModel):
 class TestConventions(_Strict):
     """How a repository lays out and marks its tests."""
 
+    # Without [tests] globs a repository gets the list every stage falls back to, so the
+    # miner, the split and grading agree on it too.
     globs: list[str] = Field(default_factory=lambda: list(DEFAULT_TEST_GLOBS), min_length=1)
     cpu_globs: list[str] = Field(default_factory=list, description="Test files that run on CPU.")
     cpu_marker: str | None = Field(default=None, description="pytest marker of CPU-only tests.")

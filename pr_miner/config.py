@@ -2,8 +2,8 @@
 
 The application builds one :class:`MiningConfig` per repository from its watch
 file; a repository nobody configured gets the defaults, which are the
-InfraDev study's (1,000 changed lines, tests under ``tests/`` or named
-``test_*.py`` / ``*_test.py``, Python code changed). Compiled path matchers are
+InfraDev study's (1,000 changed lines, the project's default test files of
+:mod:`probewatch.testfiles`, Python code changed). Compiled path matchers are
 cached on the (frozen) config, so filters never recompile globs per PR.
 """
 
@@ -15,10 +15,9 @@ from functools import cached_property
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from probewatch.paths import GlobError, PathMatcher, normalise
+from probewatch.testfiles import DEFAULT_TEST_GLOBS, TestFiles
 
 DEFAULT_SIZE_THRESHOLD = 1000
-# Test file = under a tests/ or test/ folder at any depth, or test_*.py / *_test.py.
-DEFAULT_TEST_GLOBS = ("**/tests/**", "**/test/**", "**/test_*.py", "**/*_test.py")
 DEFAULT_CODE_GLOBS = ("**/*.py",)
 # Changes only here (besides tests) make a docs/CI PR, not a task.
 DEFAULT_DOCS_CI_GLOBS = (
@@ -91,8 +90,8 @@ class MiningConfig(BaseModel):
         return PathMatcher(self.exclude_globs)
 
     @cached_property
-    def tests(self) -> PathMatcher:
-        return PathMatcher(self.test_globs)
+    def tests(self) -> TestFiles:
+        return TestFiles(self.test_globs)
 
     @cached_property
     def code(self) -> PathMatcher:

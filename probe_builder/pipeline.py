@@ -48,7 +48,6 @@ from probe_builder.authors.base import Author, AuthorError, AuthorRequest
 from probe_builder.gitio import GitTree
 from probe_builder.material.assemble import PullRequest, TaskMaterial, build_material
 from probe_builder.material.diffs import DiffParseError, parse_diff
-from probe_builder.material.split import is_test_path
 from probe_builder.material.statement_checks import check_leaks
 from probe_builder.promises.extract import ExtractedPromise
 from probe_builder.task_records import (
@@ -64,6 +63,7 @@ from probe_builder.task_records import (
     store_validation,
 )
 from probewatch.git import GitError, run_git
+from probewatch.testfiles import PYTEST_MODULE_GLOBS, is_pytest_module
 from runners.types import Backend, EnvironmentRef, Hardware, Outcome
 from task_registry.coverage import CoverageTable
 from task_registry.db import session_scope
@@ -379,14 +379,15 @@ def _unmatched_survivors(report: AcceptanceReport, table: CoverageTable) -> list
 
 
 def load_probe_folder(folder: Path, *, probe_dir: str = DEFAULT_PROBE_DIR) -> list[ProbeFile]:
-    """Every test file under ``folder`` as a probe placed under ``probe_dir`` in the tree."""
+    """Every test module under ``folder`` (a file pytest collects: helpers and conftest.py
+    stay out) as a probe placed under ``probe_dir`` in the tree."""
     if not folder.is_dir():
         raise PipelineError(f"{folder} is not a folder of probe files")
     categories = _manifest(folder)
     probes = []
     for file in sorted(folder.rglob("*.py")):
         relative = file.relative_to(folder).as_posix()
-        if not is_test_path(relative, ("**/test_*.py", "**/*_test.py")):
+        if not is_pytest_module(relative):
             continue
         probes.append(
             ProbeFile(
@@ -396,7 +397,8 @@ def load_probe_folder(folder: Path, *, probe_dir: str = DEFAULT_PROBE_DIR) -> li
             )
         )
     if not probes:
-        raise PipelineError(f"{folder} holds no probe file (test_*.py or *_test.py)")
+        names = " or ".join(PYTEST_MODULE_GLOBS)
+        raise PipelineError(f"{folder} holds no probe file ({names})")
     return probes
 
 

@@ -33,7 +33,8 @@ from unidiff.errors import UnidiffParseError
 from unidiff.patch import PatchSet
 
 from probewatch.errors import RunnerError
-from runners.patches import PatchError, matches_any, parse_changes
+from probewatch.testfiles import TestFiles
+from runners.patches import PatchError, parse_changes
 from runners.testrun.process_group import CANNOT_START_EXIT, NOTE_PREFIX, run_in_group
 from runners.testrun.run_environment import scrub_environment
 from runners.types import Hardware, PatchSpec
@@ -401,9 +402,11 @@ def _keep_a_real_folder(tree: Path) -> None:
 def split_test_changes(diff: str, test_globs: Sequence[str]) -> tuple[str, tuple[str, ...]]:
     """``diff`` without its file entries that touch a test file, and the test paths dropped.
 
-    Grading replaces the tests with the task's, so an agent's own test edits are dropped
+    Test files are the repository's ``test_globs`` (empty: the default list), as in the patch
+    split. Grading replaces the tests with the task's, so an agent's own test edits are dropped
     rather than refusing its whole submission. A diff that cannot be read is returned whole:
     applying it then says why."""
+    test_files = TestFiles(test_globs)
     kept, dropped = [], set()
     for chunk in _file_chunks(diff):
         try:
@@ -411,7 +414,7 @@ def split_test_changes(diff: str, test_globs: Sequence[str]) -> tuple[str, tuple
         except PatchError:
             kept.append(chunk)
             continue
-        hits = {p for change in changes for p in change.paths if matches_any(p, test_globs)}
+        hits = {p for change in changes for p in test_files.among(change.paths)}
         dropped |= hits
         if not hits:
             kept.append(chunk)

@@ -17,12 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from probewatch.errors import RunnerError
-from runners.patches import matches_any, unsafe_path_reason
+from probewatch.testfiles import is_pytest_module
+from runners.patches import unsafe_path_reason
 from runners.types import TestOverlay
 from runners.workspace import force_rmtree
-
-# Files pytest collects by default; other overlay files (conftest.py, data) are support.
-TEST_FILE_GLOBS = ("test_*.py", "*_test.py")
 
 
 class OverlayError(RunnerError, ValueError):
@@ -31,7 +29,8 @@ class OverlayError(RunnerError, ValueError):
 
 @dataclass(frozen=True)
 class AppliedOverlay:
-    test_files: tuple[str, ...] = ()  # overlay files that are test modules
+    # overlay files pytest collects; the rest (conftest.py, helpers, data) support them
+    test_files: tuple[str, ...] = ()
     probes: tuple[str, ...] = ()
 
     @property
@@ -49,7 +48,7 @@ def apply_overlay(tree: Path, overlay: TestOverlay | None) -> AppliedOverlay:
         _remove(tree / folder)
     _write_all(tree, overlay.files)
     _write_all(tree, overlay.probes)
-    tests = tuple(p for p in overlay.files if matches_any(p, TEST_FILE_GLOBS))
+    tests = tuple(p for p in overlay.files if is_pytest_module(p))
     return AppliedOverlay(test_files=tests, probes=tuple(overlay.probes))
 
 

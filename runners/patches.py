@@ -13,21 +13,19 @@ later ``git diff --cached`` or a stacked patch sees the patched state).
 
 from __future__ import annotations
 
-import posixpath
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path, PurePosixPath
 
 from unidiff import PatchedFile, PatchSet
 from unidiff.errors import UnidiffParseError
 
 from probewatch.errors import RunnerError
+from probewatch.testfiles import TestFiles
 from runners.types import PatchSpec
 from runners.workspace import git
 
-DEFAULT_TEST_GLOBS = ("test_*.py", "*_test.py", "conftest.py", "**/tests/**", "**/test/**")
 SYMLINK_MODE = "120000"
 GITLINK_MODE = "160000"
 _DEV_NULL = "/dev/null"
@@ -82,9 +80,9 @@ def check_patch(tree: Path, spec: PatchSpec) -> tuple[FileChange, ...]:
         raise PatchUnappliable(f"{spec.name}: the patch is empty")
     changes = parse_changes(spec)
     created_links = {c.target for c in changes if c.target is not None and _is_link(c)}
-    globs = spec.test_globs or DEFAULT_TEST_GLOBS
+    test_files = TestFiles(spec.test_globs)
     for change in changes:
-        reason = _refusal(tree, change, spec, created_links, globs)
+        reason = _refusal(tree, change, spec, created_links, test_files)
         if reason:
             raise PatchRefused(f"{spec.name}: {reason}")
     _check_git_agrees(tree, spec, changes)
@@ -174,7 +172,7 @@ def _refusal(
     change: FileChange,
     spec: PatchSpec,
     created_links: set[str],
-    globs: Sequence[str],
+    test_files: TestFiles,
 ) -> str | None:
     for path in change.paths:
         reason = unsafe_path_reason(tree, path) or _under_new_link(path, created_links)
@@ -191,9 +189,9 @@ def _refusal(
     if change.target and change.new_mode != SYMLINK_MODE and (tree / change.target).is_symlink():
         return f"{change.target} is a symlink in the tree: refusing to write through it"
     if spec.forbid_test_changes:
-        hit = next((p for p in change.paths if matches_any(p, globs)), None)
-        if hit:
-            return f"changes the test file {hit} (test changes are not allowed)"
+        hits = test_files.among(change.paths)
+        if hits:
+            return f"changes the test file {hits[0]} (test changes are not allowed)"
     return None
 
 
@@ -247,32 +245,6 @@ def _link_target_reason(
         if here in created_links or (tree / here).is_symlink():
             return f"symlink {link} -> {target!r} goes through the symlink {here}"
     return None
-
-
-def matches_any(path: str, globs: Iterable[str]) -> bool:
-    return any(glob_regex(g).fullmatch(_glob_subject(path, g)) for g in globs)
-
-
-def _glob_subject(path: str, glob: str) -> str:
-    """A glob without ``/`` names a file anywhere (like .gitignore); one with ``/`` a path."""
-    return path if "/" in glob else posixpath.basename(path)
-
-
-@lru_cache(maxsize=256)
-def glob_regex(glob: str) -> re.Pattern[str]:
-    """``*`` and ``?`` stay inside one folder; ``**`` crosses folders (``**/`` may match none)."""
-    out, i = [], 0
-    while i < len(glob):
-        if glob.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif glob.startswith("**", i):
-            out.append(".*")
-            i += 2
-        else:
-            out.append({"*": "[^/]*", "?": "[^/]"}.get(glob[i], re.escape(glob[i])))
-            i += 1
-    return re.compile("".join(out))
 
 
 def _with_final_newline(diff: str) -> str:

@@ -62,7 +62,7 @@ class PatchSpec:
     diff: str
     allow_binary: bool = False
     forbid_test_changes: bool = False  # agent submissions may not touch tests
-    test_globs: tuple[str, ...] = ()  # what is a test file; empty: patches.DEFAULT_TEST_GLOBS
+    test_globs: tuple[str, ...] = ()  # the repository's test globs; empty: the default list
 
 
 @dataclass(frozen=True)

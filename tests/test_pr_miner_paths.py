@@ -6,8 +6,8 @@ import fnmatch
 
 import pytest
 
-from pr_miner.config import DEFAULT_TEST_GLOBS
 from probewatch.paths import GlobError, PathMatcher, glob_to_regex
+from probewatch.testfiles import DEFAULT_TEST_GLOBS
 
 
 @pytest.mark.parametrize(

@@ -6,16 +6,14 @@ from pathlib import Path
 
 import pytest
 
+from probewatch.testfiles import DEFAULT_TEST_GLOBS, TestFiles
 from runners.patches import (
-    DEFAULT_TEST_GLOBS,
     PatchRefused,
     PatchUnappliable,
     apply_patch,
     apply_patches,
     check_patch,
     git_paths,
-    glob_regex,
-    matches_any,
     unsafe_path_reason,
 )
 from runners.types import PatchSpec
@@ -278,11 +276,11 @@ def test_git_paths_are_what_git_apply_would_write(tree: Path) -> None:
     ],
 )
 def test_glob_matching(path: str, globs: tuple[str, ...], expected: bool) -> None:
-    assert matches_any(path, globs) is expected
+    assert TestFiles(globs).matches(path) is expected
 
 
 def test_a_single_star_stays_inside_one_folder() -> None:
-    assert glob_regex("tests/*.py").fullmatch("tests/a.py")
-    assert not glob_regex("tests/*.py").fullmatch("tests/sub/a.py")
-    assert glob_regex("tests/**/*.py").fullmatch("tests/a.py")
-    assert glob_regex("tests/**/*.py").fullmatch("tests/sub/deeper/a.py")
+    assert TestFiles(["tests/*.py"]).matches("tests/a.py")
+    assert not TestFiles(["tests/*.py"]).matches("tests/sub/a.py")
+    assert TestFiles(["tests/**/*.py"]).matches("tests/a.py")
+    assert TestFiles(["tests/**/*.py"]).matches("tests/sub/deeper/a.py")

@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.watchfile import DEFAULT_TEST_GLOBS, WatchFileError, example_watch_file, load_watch_file
+from bot.watchfile import WatchFileError, example_watch_file, load_watch_file
+from probewatch.testfiles import DEFAULT_TEST_GLOBS
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -53,7 +54,7 @@ cpu_marker = "cpu"
     )
     one, two = load_watch_file(path).repos
     assert (one.size_threshold, one.dry_run, one.tests.default_gpus) == (500, False, 2)
-    assert one.tests.globs == DEFAULT_TEST_GLOBS
+    assert one.tests.globs == list(DEFAULT_TEST_GLOBS)
     assert (two.size_threshold, two.tests.cpu_marker, two.tests.default_gpus) == (50, "cpu", 2)
     assert two.git == tmp_path / "mirrors/two.git"
     assert two.slug == "b__two"

@@ -37,8 +37,8 @@ RUNS_FOLDER = "runs"  # under the home folder: the work trees of validation runs
 
 def repo_settings(context: AppContext, instance: str) -> tuple[RepoSettings, Path | None]:
     """The repository's test conventions and mirror from the watch file, or the defaults."""
-    from bot.watchfile import DEFAULT_TEST_GLOBS
     from probe_builder.pipeline import PipelineError, RepoSettings, parse_instance_id
+    from probewatch.testfiles import DEFAULT_TEST_GLOBS
 
     try:
         repo, _ = parse_instance_id(instance)
@@ -46,7 +46,7 @@ def repo_settings(context: AppContext, instance: str) -> tuple[RepoSettings, Pat
         raise typer.BadParameter(str(exc), param_hint="INSTANCE") from None
     watched = context.watch_file().find(repo)
     if watched is None:
-        return RepoSettings(test_globs=tuple(DEFAULT_TEST_GLOBS)), None
+        return RepoSettings(test_globs=DEFAULT_TEST_GLOBS), None
     from bot.pipeline import task_settings
 
     return task_settings(watched), watched.git

@@ -25,9 +25,9 @@ from pathlib import Path
 from sqlmodel import Session, col, select
 
 from probewatch.errors import EvaluationError
+from probewatch.testfiles import is_pytest_module
 from runners.agents import split_test_changes
-from runners.overlay import TEST_FILE_GLOBS
-from runners.patches import DEFAULT_TEST_GLOBS, matches_any, parse_changes
+from runners.patches import parse_changes
 from runners.types import (
     Backend,
     EnvironmentRef,
@@ -84,14 +84,12 @@ class RepoSetup:
 
     mirror: Path  # clone or bare mirror holding the tasks' commits
     setup_commands: tuple[str, ...] = ()
-    test_globs: tuple[str, ...] = ()  # the repository's own test globs, added to the defaults
+    # The repository's test globs, the ones its tasks were split with (empty: the default
+    # list): a file the split left in the golden patch is code an agent may change.
+    test_globs: tuple[str, ...] = ()
     environment: EnvironmentRef | None = None  # None: this interpreter
     timeout_run_s: float = 3600.0
     timeout_per_test_s: float | None = 300.0
-
-    @property
-    def all_test_globs(self) -> tuple[str, ...]:
-        return (*DEFAULT_TEST_GLOBS, *self.test_globs)
 
 
 @dataclass(frozen=True)
@@ -214,7 +212,7 @@ class Grader:
     @property
     def has_test_files(self) -> bool:
         """Whether the overlay holds post-change test modules (else only probes are run)."""
-        return any(matches_any(path, TEST_FILE_GLOBS) for path in self.overlay.files)
+        return any(is_pytest_module(path) for path in self.overlay.files)
 
     def run_golden(self) -> RunResult:
         spec = PatchSpec("golden", self.task.patch)
@@ -223,7 +221,7 @@ class Grader:
     def run_submission(self, diff: str, label: str) -> RunResult:
         """Grade ``diff`` (test-file changes already dropped); test changes stay forbidden."""
         spec = PatchSpec(
-            "submission", diff, forbid_test_changes=True, test_globs=self.setup.all_test_globs
+            "submission", diff, forbid_test_changes=True, test_globs=self.setup.test_globs
         )
         return self.backend.run(self.request([spec], label))
 
@@ -235,7 +233,7 @@ def make_grader(backend: Backend, setup: RepoSetup, task: GradingTask) -> Grader
 
 def gradable_part(diff: str, setup: RepoSetup) -> tuple[str, tuple[str, ...]]:
     """The submission without its test-file changes, and the test files it tried to change."""
-    return split_test_changes(diff, setup.all_test_globs)
+    return split_test_changes(diff, setup.test_globs)
 
 
 # --- the golden baseline -------------------------------------------------------------------

@@ -29,9 +29,8 @@ from enum import StrEnum
 from pathlib import Path, PurePosixPath
 
 from probewatch.errors import BuildError
+from probewatch.testfiles import is_pytest_module
 from runners.execute import execute
-from runners.overlay import TEST_FILE_GLOBS
-from runners.patches import matches_any
 from runners.testrun.faults import DEFAULT_RETRIES
 from runners.types import (
     Backend,
@@ -117,7 +116,7 @@ class TaskRunSpec:
     def test_modules(self) -> tuple[str, ...]:
         """The original test files pytest collects (an empty selection would mean the full
         suite, so a task without any cannot be judged on its own tests)."""
-        return tuple(p for p in self.original_tests if matches_any(p, TEST_FILE_GLOBS))
+        return tuple(p for p in self.original_tests if is_pytest_module(p))
 
 
 @dataclass(frozen=True)

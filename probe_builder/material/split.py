@@ -1,10 +1,11 @@
 """Patch split: a PR's diff into the golden patch (non-test files) and the test patch.
 
 Which file is a test is the repository's convention (the watch file's
-``tests.globs``), matched with the miner's own glob matcher so both count the
-same files; a file counts by its new path, or its old path when the PR
-deletes it. Each file's
-diff text is kept verbatim, so golden + test re-joined is the PR's diff.
+``tests.globs``), decided by :class:`probewatch.testfiles.TestFiles` as the
+miner, the runners and grading decide it, so a file the split calls code is
+code an agent may change; a file counts by its new path, or its old path when
+the PR deletes it. Each file's diff text is kept verbatim, so golden + test
+re-joined is the PR's diff.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from probe_builder.material.diffs import FileDiff, join_diffs, parse_diff
-from probewatch.paths import PathMatcher
+from probewatch.testfiles import TestFiles
 
 
 @dataclass(frozen=True)
@@ -40,17 +41,13 @@ class PatchSplit:
         return tuple(f for f in self.test_files if f.is_python and not f.is_deleted)
 
 
-def is_test_path(path: str, test_globs: Sequence[str]) -> bool:
-    return PathMatcher(test_globs).matches(path)
-
-
 def split_files(
     files: Sequence[FileDiff], *, test_globs: Sequence[str]
 ) -> tuple[tuple[FileDiff, ...], tuple[FileDiff, ...]]:
-    """(golden, test) file diffs, order kept."""
-    matcher = PathMatcher(test_globs)
-    tests = tuple(f for f in files if matcher.matches(f.path))
-    golden = tuple(f for f in files if not matcher.matches(f.path))
+    """(golden, test) file diffs, order kept; empty ``test_globs``: the default list."""
+    test_files = TestFiles(test_globs)
+    tests = tuple(f for f in files if f.path in test_files)
+    golden = tuple(f for f in files if f.path not in test_files)
     return golden, tests
 
 
