@@ -12,7 +12,7 @@ from bot.service.app import create_app
 from bot.settings import Settings
 from task_registry.db import head_revision, make_engine, upgrade
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 
 
 def probewatch(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -109,7 +109,7 @@ def test_config_check_reports_a_bad_watch_file(tmp_path: Path) -> None:
 
 
 def test_config_check_lists_the_example_as_json(tmp_path: Path) -> None:
-    example = Path(__file__).parents[1] / "bot" / "watch.example.toml"
+    example = Path(__file__).parents[2] / "bot" / "watch.example.toml"
     result = probewatch(tmp_path, "--watch-file", str(example), "config", "check", "--json")
     assert result.returncode == 0, result.stderr
     assert '"name": "volcengine/verl"' in result.stdout

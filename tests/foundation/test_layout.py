@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 PACKAGES = ("probewatch", "task_registry", "runners", "pr_miner", "probe_builder", "bot")
 MAX_MODULES = 15
 
@@ -108,8 +108,12 @@ def test_nothing_imports_the_service_or_the_cli() -> None:
 @pytest.mark.parametrize(
     "folder",
     sorted(
-        {path.parent for package in PACKAGES for path in (ROOT / package).rglob("__init__.py")}
-        | {ROOT / "tests", ROOT / "bench"}
+        {
+            path.parent
+            for package in (*PACKAGES, "tests")
+            for path in (ROOT / package).rglob("__init__.py")
+        }
+        | {ROOT / "bench"}
     ),
     ids=lambda folder: str(folder.relative_to(ROOT)),
 )

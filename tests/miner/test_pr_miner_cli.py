@@ -241,7 +241,7 @@ def test_an_unknown_candidate_is_named(home: Path) -> None:
 
 
 def test_the_miner_settings_come_from_the_watch_file_or_the_defaults() -> None:
-    watch = load_watch_file(Path(__file__).parents[1] / "bot" / "watch.example.toml")
+    watch = load_watch_file(Path(__file__).parents[2] / "bot" / "watch.example.toml")
     megatron = mining_config(watch.get("NVIDIA/Megatron-LM"))
     default = mining_config(None)
 

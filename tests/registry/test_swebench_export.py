@@ -18,7 +18,7 @@ from task_registry.swebench import (
 from task_registry.tasks import get_task, list_probes, list_tasks
 from tests.factories import make_task
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 
 
 def export(engine: Engine, path: Path, *, include_hidden: bool) -> bytes:

@@ -49,7 +49,7 @@ from runners.types import (
 from tests.github_emulator import EmulatorState, GitHubEmulator, WorkflowRun, make_zip
 from tests.github_emulator.fixtures import github_emulator  # noqa: F401  (fixture)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW_FILE = ROOT / "gh_actions" / "workflows" / "probewatch-run.yml"
 ACTION_FILE = ROOT / "gh_actions" / "actions" / "probewatch-run" / "action.yml"
 REPO = "org/probewatch-runs"

@@ -15,7 +15,7 @@ import pytest
 from runners.workspace import WorkspaceError, WorkspaceMode, workspace
 from tests.runner_repos import FixtureRepo, git, worktrees
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 
 
 @pytest.fixture

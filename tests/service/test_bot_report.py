@@ -26,7 +26,7 @@ from task_registry.coverage import (
     PromiseCoverage,
 )
 
-SNAPSHOTS = Path(__file__).with_name("snapshots")
+SNAPSHOTS = Path(__file__).parents[1] / "snapshots"
 UPDATE = os.environ.get("PROBEWATCH_UPDATE_SNAPSHOTS") == "1"
 URL = "https://probewatch.example/reports/acme/infra-lib/5"
 PATCH = """diff --git a/pkg/sync.py b/pkg/sync.py

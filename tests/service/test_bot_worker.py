@@ -42,7 +42,7 @@ from task_registry.types import JobStatus
 from tests.bot_support import NUMBER, REPO, SECRET, db_url, make_bot, merged_event
 from tests.github_emulator import GitHubEmulator
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 
 
 def queue(engine: Engine, kind: str, **payload: Any) -> int:
