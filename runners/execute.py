@@ -23,7 +23,13 @@ from typing import Protocol, runtime_checkable
 from runners.backends.placement import describe_capacity, describe_hardware, fits, unschedulable
 from runners.overlay import apply_overlay
 from runners.patches import PatchRefused, PatchUnappliable, apply_patches
-from runners.testrun.faults import DEFAULT_RETRIES, classify, with_retries
+from runners.testrun.faults import (
+    DEFAULT_RETRIES,
+    SIGNATURES,
+    classify,
+    test_fault,
+    with_retries,
+)
 from runners.testrun.pytest_run import (
     HARD_TIMEOUT_EXIT,
     PytestInvocation,
@@ -41,6 +47,7 @@ from runners.types import (
     Outcome,
     RunRequest,
     RunResult,
+    TestCaseResult,
     TestStatus,
 )
 from runners.workspace import Workspace, WorkspaceMode, workspace
@@ -137,17 +144,30 @@ def _writable_for_setup(request: RunRequest, ws: Workspace) -> EnvironmentRef | 
 def result_of(
     report: PytestReport, *, home: str | None = None, unavailable: Mapping[str, str] | None = None
 ) -> RunResult:
-    """The run's outcome: timeout, a classified system fault, or completed."""
+    """The run's outcome: timeout, a classified system fault, or completed; each failing test
+    carries the fault its own message shows, if any."""
+    tests = tuple(_with_fault(t, home, unavailable or {}) for t in report.tests)
     if report.timed_out:
-        return _result(report, Outcome.timeout, None)
-    fault = fault_of(report, home=home) or unavailable_module_fault(report, unavailable or {})
-    return _result(report, Outcome.fault if fault else Outcome.completed, fault)
+        return _result(report, tests, Outcome.timeout, None)
+    fault = fault_of(report, tests, home=home)
+    return _result(report, tests, Outcome.fault if fault else Outcome.completed, fault)
 
 
-def _result(report: PytestReport, outcome: Outcome, fault: Fault | None) -> RunResult:
+def _with_fault(
+    test: TestCaseResult, home: str | None, unavailable: Mapping[str, str]
+) -> TestCaseResult:
+    if test.status not in _FAILING:
+        return test
+    fault = test_fault(test.message, home=home) or unavailable_module(test.message, unavailable)
+    return replace(test, fault=fault) if fault is not None else test
+
+
+def _result(
+    report: PytestReport, tests: tuple[TestCaseResult, ...], outcome: Outcome, fault: Fault | None
+) -> RunResult:
     return RunResult(
         outcome=outcome,
-        tests=report.tests,
+        tests=tests,
         resources=report.resources,
         fault=fault,
         detail=report.detail or (fault.detail if fault else ""),
@@ -155,31 +175,56 @@ def _result(report: PytestReport, outcome: Outcome, fault: Fault | None) -> RunR
     )
 
 
-def fault_of(report: PytestReport, *, home: str | None = None) -> Fault | None:
-    """The system fault behind a run that did not pass, if its log or exit status shows one."""
+def fault_of(
+    report: PytestReport, tests: tuple[TestCaseResult, ...] = (), *, home: str | None = None
+) -> Fault | None:
+    """The system fault behind a run that did not pass, if its log or exit status shows one.
+
+    A run where every failing test failed for the machine's sake and none passed says
+    nothing about the patch: the run is a fault. Where some tests passed or failed on their
+    merits, the run completed and the machine's failures stay with their tests."""
     if report.setup_failed is not None:
         found = classify(report.full_log, report.exit_code, home=home)
         return found or Fault(FaultKind.environment_build, report.detail, retryable=False)
-    if report.exit_code == 0 and not any(t.status in _FAILING for t in report.tests):
+    tests = tests or report.tests
+    failing = [t for t in tests if t.status in _FAILING]
+    if report.exit_code == 0 and not failing:
         return None
     found = classify(report.full_log, report.exit_code, home=home)
-    if found is not None or report.exit_code is None:
+    if found is not None and not _per_test(found):
         return found
-    if report.exit_code in COMPLETED_EXITS or report.exit_code < 0:
+    judged = [t for t in failing if t.fault is None]
+    if failing and not judged:
+        if any(t.status is TestStatus.passed for t in tests):
+            return None
+        return failing[0].fault
+    if judged and found is not None and all(not t.message for t in judged):
+        return found  # the failures say nothing of their own: the log's evidence stands
+    if judged or report.exit_code in COMPLETED_EXITS:
+        return None
+    if report.exit_code is None:
+        return found
+    if report.exit_code < 0:
         return None  # a crash inside a test (signal) is the test's: it is marked error
+    if found is not None:
+        return found
     last = report.log.strip().rpartition("\n")[2]
     return Fault(FaultKind.internal, f"pytest ended with status {report.exit_code}: {last}", False)
+
+
+def _per_test(fault: Fault) -> bool:
+    return any(s.kind is fault.kind and s.per_test for s in SIGNATURES)
 
 
 _NO_MODULE = re.compile(r"No module named '([\w.]+)'")
 
 
-def unavailable_module_fault(report: PytestReport, unavailable: Mapping[str, str]) -> Fault | None:
+def unavailable_module(message: str | None, unavailable: Mapping[str, str]) -> Fault | None:
     """An environment fault when a failing test imports a module the environment is known
-    not to provide (its repairs could not add it); None when no such import failed."""
-    if not unavailable or not any(t.status in _FAILING for t in report.tests):
+    not to provide (its repairs could not add it); None when its message shows no such import."""
+    if not unavailable or not message:
         return None
-    for match in _NO_MODULE.finditer(report.full_log):
+    for match in _NO_MODULE.finditer(message):
         top = match.group(1).split(".")[0]
         if top in unavailable:
             why = unavailable[top]

@@ -48,7 +48,8 @@ class FaultKind(StrEnum):
     harness_oom = "harness_oom"
     docker = "docker"
     harness_timeout = "harness_timeout"
-    gpus_absent = "gpus_absent"
+    gpus_absent = "gpus_absent"  # a run asked for GPUs its runner turned out not to have
+    needs_gpu = "needs_gpu"  # a test needs CUDA GPUs and this runner offers none
     disk_full = "disk_full"
     network = "network"
     internal = "internal"
@@ -132,6 +133,13 @@ class RunRequest:
 
 
 @dataclass(frozen=True)
+class Fault:
+    kind: FaultKind
+    detail: str
+    retryable: bool = True
+
+
+@dataclass(frozen=True)
 class TestCaseResult:
     __test__ = False
     node_id: str
@@ -139,6 +147,9 @@ class TestCaseResult:
     duration_s: float = 0.0
     message: str | None = None  # skip reason, failure summary
     is_probe: bool = False
+    # A failing test the machine failed, not the patch (needs a GPU, an asset, a module the
+    # environment cannot provide): excluded from every judgement, and said why.
+    fault: Fault | None = None
 
 
 @dataclass(frozen=True)
@@ -148,13 +159,6 @@ class Resources:
     peak_rss_bytes: int = 0
     gpu_peak_bytes: int | None = None
     gpu_names: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Fault:
-    kind: FaultKind
-    detail: str
-    retryable: bool = True
 
 
 @dataclass(frozen=True)

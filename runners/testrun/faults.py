@@ -7,7 +7,11 @@ away) says nothing about the patch under test: scoring excludes it and counts
 it. The signatures are one table, checked in order, most specific first; a
 signature may match the log, the exit status, or either. Only runs that did
 not pass are classified, so a passing test that merely prints such a line is
-never turned into a fault.
+never turned into a fault. Most signatures also read one failing test's own
+message (:func:`test_fault`): a test that needs a GPU, an uncached model or the
+network fails for the machine's sake while its neighbours run; the rest (an
+OOM kill, a full disk, the Docker engine, the runner, pytest itself) only make
+sense for a whole run.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ class Signature:
     explanation: str  # may name the asset: "{asset}"
     retryable: bool = True
     exit_statuses: frozenset[int] = frozenset()
+    per_test: bool = True  # also read in one failing test's message
 
 
 def _sig(
@@ -39,9 +44,10 @@ def _sig(
     *,
     retryable: bool = True,
     exits: Iterable[int] = (),
+    per_test: bool = True,
 ) -> Signature:
     compiled = re.compile(pattern, re.MULTILINE) if pattern else None
-    return Signature(kind, compiled, explanation, retryable, frozenset(exits))
+    return Signature(kind, compiled, explanation, retryable, frozenset(exits), per_test)
 
 
 _MISSING = "not in the read-only asset cache and downloads are off (offline mode): {asset}"
@@ -53,6 +59,7 @@ SIGNATURES: tuple[Signature, ...] = (
         r"^Killed\s*$",
         "the test process was killed (SIGKILL), most likely by the out-of-memory killer",
         exits=(-9, 137),
+        per_test=False,
     ),
     _sig(FaultKind.disk_full, r"No space left on device|\bENOSPC\b", "the disk is full"),
     # A missing asset stays missing on a retry: the cache has to be filled first.
@@ -84,12 +91,18 @@ SIGNATURES: tuple[Signature, ...] = (
         _MISSING,
         retryable=False,
     ),
+    # CUDA missing, as torch, NCCL, Triton and the tests' own guards say it: the test goes
+    # to a GPU runner, it did not fail.
     _sig(
-        FaultKind.gpus_absent,
-        r"(?i:no CUDA GPUs are available)|Found no NVIDIA driver on your system"
-        r"|Torch not compiled with CUDA enabled|couldn't communicate with the NVIDIA driver"
-        r"|NCCL error.*(?:no CUDA-capable device|cudaErrorNoDevice)",
-        "the run needs CUDA GPUs and this runner offers none (or no driver)",
+        FaultKind.needs_gpu,
+        r"(?i:no CUDA GPUs are available|CUDA is not available|cuda not available)"
+        r"|Found no NVIDIA driver on your system|Torch not compiled with CUDA enabled"
+        r"|couldn't communicate with the NVIDIA driver|cudaGetDeviceCount"
+        r"|NCCL error.*(?:no CUDA-capable device|cudaErrorNoDevice)"
+        r"|ProcessGroupNCCL is only supported with GPUs|Distributed package doesn't have NCCL"
+        r"|NCCL is not available|<module 'torch\.cuda'|torch\.cuda\.(?:is_available|device_count)"
+        r"|\b0 active drivers\b|libcuda\.so[.\d]*: cannot open",
+        "the test needs CUDA GPUs and this runner offers none (or no driver)",
         retryable=False,
     ),
     _sig(
@@ -97,6 +110,7 @@ SIGNATURES: tuple[Signature, ...] = (
         r"Cannot connect to the Docker daemon|Error response from daemon"
         r"|docker\.errors\.(?:APIError|DockerException)|OCI runtime (?:create|exec) failed",
         "the Docker engine failed",
+        per_test=False,
     ),
     _sig(
         FaultKind.environment_build,
@@ -116,12 +130,14 @@ SIGNATURES: tuple[Signature, ...] = (
         FaultKind.runner_lost,
         r"The runner has received a shutdown signal|lost communication with the server",
         "the runner went away during the run",
+        per_test=False,
     ),
     _sig(
         FaultKind.harness_timeout,
         r"has exceeded the maximum execution time",
         "the CI job ran past its time limit",
         retryable=False,
+        per_test=False,
     ),
     _sig(
         FaultKind.internal,
@@ -130,7 +146,13 @@ SIGNATURES: tuple[Signature, ...] = (
         "run too deep a temporary folder",
         retryable=False,
     ),
-    _sig(FaultKind.internal, r"^INTERNALERROR>", "pytest failed inside itself", retryable=False),
+    _sig(
+        FaultKind.internal,
+        r"^INTERNALERROR>",
+        "pytest failed inside itself",
+        retryable=False,
+        per_test=False,
+    ),
 )
 
 # Where the missing asset is named, most specific message first.
@@ -158,6 +180,21 @@ def classify(log: str, exit_status: int | None, *, home: str | None = None) -> F
         evidence = _evidence(signature, log, exit_status)
         if evidence is not None:
             detail = signature.explanation.format(asset=_from_home(missing_asset(log), home))
+            return Fault(signature.kind, f"{detail} [{evidence}]", signature.retryable)
+    return None
+
+
+def test_fault(message: str | None, *, home: str | None = None) -> Fault | None:
+    """The system fault behind one failing test, read from its own failure message; None
+    when the message shows none (the test failed on its merits)."""
+    if not message:
+        return None
+    for signature in SIGNATURES:
+        if not signature.per_test:
+            continue
+        evidence = _evidence(signature, message, None)
+        if evidence is not None:
+            detail = signature.explanation.format(asset=_from_home(missing_asset(message), home))
             return Fault(signature.kind, f"{detail} [{evidence}]", signature.retryable)
     return None
 

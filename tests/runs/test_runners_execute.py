@@ -251,6 +251,48 @@ def test_a_module_the_environment_cannot_provide_is_its_fault_not_the_patchs(
     assert result.status_of("tests/test_cli.py") == "error"
 
 
+CUDA_GUARD = (
+    "import torch\n\n"
+    "def test_on_cpu():\n    assert torch.zeros(2).sum().item() == 0\n\n"
+    "def test_needs_a_gpu():\n    assert torch.cuda.is_available()\n"
+)
+
+
+def test_a_test_that_needs_a_gpu_carries_the_fault_while_its_neighbours_run(task: dict) -> None:
+    overlay = TestOverlay(files={"tests/test_mixed.py": CUDA_GUARD})
+    result = run(task, request_for(task, overlay=overlay))
+
+    assert result.outcome is Outcome.completed and result.fault is None
+    by_node = {t.node_id: t for t in result.tests}
+    cpu, gpu = (
+        by_node["tests/test_mixed.py::test_on_cpu"],
+        by_node["tests/test_mixed.py::test_needs_a_gpu"],
+    )
+    assert cpu.status == "passed" and cpu.fault is None
+    assert gpu.status == "failed" and gpu.fault is not None
+    assert gpu.fault.kind is FaultKind.needs_gpu and not gpu.fault.retryable
+
+
+def test_a_run_whose_only_tests_need_a_gpu_is_a_needs_gpu_fault(task: dict) -> None:
+    only = "import torch\n\ndef test_needs_a_gpu():\n    torch.zeros(1).cuda()\n"
+    overlay = TestOverlay(files={"tests/test_gpu.py": only})
+    result = run(task, request_for(task, overlay=overlay))
+
+    assert result.outcome is Outcome.fault and result.fault is not None
+    assert result.fault.kind is FaultKind.needs_gpu and result.attempts == 1
+    assert result.tests[0].fault is not None
+
+
+def test_a_genuine_failure_beside_a_gpu_test_is_the_patchs(task: dict) -> None:
+    genuine = "def test_wrong():\n    assert 1 + 1 == 3\n"
+    overlay = TestOverlay(files={"tests/test_mixed.py": CUDA_GUARD, "tests/test_wrong.py": genuine})
+    result = run(task, request_for(task, overlay=overlay))
+
+    assert result.outcome is Outcome.completed and result.fault is None
+    wrong = next(t for t in result.tests if t.node_id.endswith("test_wrong"))
+    assert wrong.status == "failed" and wrong.fault is None
+
+
 def test_the_run_time_limit_gives_the_timeout_outcome(task: dict) -> None:
     overlay = TestOverlay(
         files={"tests/test_hang.py": "import time\n\ndef test_hang():\n    time.sleep(120)\n"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from runners.testrun.faults import SIGNATURES, classify, missing_asset, with_retries
+from runners.testrun.faults import SIGNATURES, classify, missing_asset, test_fault, with_retries
 from runners.types import Fault, FaultKind, Outcome, RunResult
 
 # One case per signature row, in table order: (a log it must match, a near miss it must not).
@@ -200,3 +200,39 @@ def test_non_retryable_outcomes_run_once(first: RunResult) -> None:
 def test_zero_retries_means_one_attempt() -> None:
     attempt, calls = attempts_of([DISK])
     assert with_retries(attempt, retries=0).attempts == 1 and len(calls) == 1
+
+
+# Failure messages as junit records them (summary plus the last ``E`` line).
+NEEDS_GPU_MESSAGES = [
+    "AssertionError: assert False\n +  where False = <function is_available at 0x7f3a>()\n"
+    " +    where <function is_available at 0x7f3a> = <module 'torch.cuda' from '/x.py'>.is_available",
+    "AssertionError: assert 0 > 0: torch.cuda.device_count() returned 0",
+    "AssertionError: Torch not compiled with CUDA enabled",
+    "RuntimeError: Distributed package doesn't have NCCL built in",
+    "ValueError: ProcessGroupNCCL is only supported with GPUs, no GPUs found!",
+    "RuntimeError: 0 active drivers ([]). There should only be one.",
+    "AssertionError: CUDA is not available on this machine",
+]
+OWN_FAILURES = [
+    "AssertionError: assert 3 == 4",
+    "AssertionError: expected the tensor on device cpu, the cuda path is not taken here",
+    "RuntimeError: Expected all tensors to be on the same device",
+    None,
+]
+
+
+@pytest.mark.parametrize("message", NEEDS_GPU_MESSAGES)
+def test_a_test_that_needs_a_gpu_says_so_in_its_own_message(message: str) -> None:
+    fault = test_fault(message)
+    assert fault is not None and fault.kind is FaultKind.needs_gpu and not fault.retryable
+
+
+@pytest.mark.parametrize("message", OWN_FAILURES)
+def test_a_test_failing_on_its_merits_has_no_fault(message: str | None) -> None:
+    assert test_fault(message) is None
+
+
+def test_run_only_signatures_are_not_read_in_a_tests_message() -> None:
+    assert test_fault("INTERNALERROR> Traceback") is None
+    assert test_fault("Killed") is None
+    assert test_fault("OSError: [Errno 28] No space left on device").kind is FaultKind.disk_full  # type: ignore[union-attr]
