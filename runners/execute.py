@@ -12,7 +12,6 @@ Actions runner) gets the request and prepares the tree where it runs.
 
 from __future__ import annotations
 
-import ast
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
@@ -20,7 +19,13 @@ from functools import partial
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from runners.backends.placement import describe_capacity, describe_hardware, fits, unschedulable
+from runners.backends.placement import (
+    describe_capacity,
+    describe_hardware,
+    fits,
+    marked_gpus,
+    unschedulable,
+)
 from runners.overlay import apply_overlay
 from runners.patches import PatchRefused, PatchUnappliable, apply_patches
 from runners.testrun.faults import (
@@ -38,7 +43,6 @@ from runners.testrun.pytest_run import (
 )
 from runners.testrun.run_environment import python_of, run_environment
 from runners.types import (
-    PROBE_GPU_MARKER,
     Backend,
     EnvironmentRef,
     Fault,
@@ -245,29 +249,3 @@ def required_hardware(request: RunRequest) -> Hardware:
     if marked <= request.hardware.gpus:
         return request.hardware
     return replace(request.hardware, gpus=marked)
-
-
-def marked_gpus(source: str) -> int:
-    """The largest n in ``probe_gpu(n)`` marks of a test module (a bare mark is 1); 0 if none."""
-    try:
-        module = ast.parse(source)
-    except SyntaxError:
-        return 0  # pytest reports the module as a collection error
-    counts = [_mark_count(node) for node in ast.walk(module)]
-    return max((c for c in counts if c is not None), default=0)
-
-
-def _mark_count(node: ast.AST) -> int | None:
-    if isinstance(node, ast.Call) and _is_mark(node.func):
-        values = [*node.args[:1], *(k.value for k in node.keywords if k.arg == "n")]
-        value = values[0] if values else None
-        if isinstance(value, ast.Constant) and isinstance(value.value, int):
-            return value.value
-        return 1
-    if _is_mark(node):
-        return 1
-    return None
-
-
-def _is_mark(node: ast.AST) -> bool:
-    return isinstance(node, ast.Attribute) and node.attr == PROBE_GPU_MARKER

@@ -116,6 +116,24 @@ class Hardware:
 
 
 @dataclass(frozen=True)
+class HardwareRules:
+    """A repository's conventions for where its tests run (the watch file's ``[repo.tests]``).
+
+    Test files matching ``cpu_globs`` run on CPU; files under ``gpu_paths``, and files
+    without the ``cpu_marker`` when the repository marks its CPU tests, need ``gpus`` GPUs;
+    a probe's ``probe_gpu(n)`` or ``probe_cpu_ok`` mark speaks for itself. Where nothing
+    decides, a test is tried on CPU, and a failure that shows it needed a GPU sends it to a
+    GPU runner instead of counting against the patch.
+    """
+
+    cpu_globs: tuple[str, ...] = ()
+    cpu_marker: str | None = None
+    gpu_paths: tuple[str, ...] = ()
+    gpus: int = 1  # what a test that needs GPUs is given
+    gpu_type: str | None = None
+
+
+@dataclass(frozen=True)
 class RunRequest:
     repo: Path  # local clone or bare mirror holding base_commit
     base_commit: str

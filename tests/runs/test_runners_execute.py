@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from runners.backends.local import LocalBackend
-from runners.execute import execute, marked_gpus, required_hardware
+from runners.backends.placement import marked_gpus
+from runners.execute import execute, required_hardware
 from runners.testrun.pytest_run import PytestInvocation, PytestReport
 from runners.types import (
     Capacity,

@@ -5,8 +5,16 @@ from pathlib import Path
 
 import pytest
 
-from runners.backends.placement import fits, place, run_placed
-from runners.types import Backend, Capacity, Hardware, Outcome, RunRequest, RunResult
+from runners.backends.placement import fits, place, place_test, run_placed
+from runners.types import (
+    Backend,
+    Capacity,
+    Hardware,
+    HardwareRules,
+    Outcome,
+    RunRequest,
+    RunResult,
+)
 
 
 @dataclass
@@ -106,3 +114,55 @@ def test_unschedulable_run_is_reported_not_failed_and_nothing_runs() -> None:
 
 def test_no_backends_at_all_is_unschedulable() -> None:
     assert run_placed(request(), []).outcome is Outcome.unschedulable
+
+
+VERL = HardwareRules(cpu_globs=("tests/**/*_on_cpu.py",), gpus=1)
+MEGATRON = HardwareRules(gpu_paths=("tests/unit_tests/",), gpus=8, gpu_type="H100")
+VLLM = HardwareRules(cpu_marker="cpu_test", gpus=1)
+
+
+@pytest.mark.parametrize(
+    ("rules", "path", "source", "gpus", "tried"),
+    [
+        (VERL, "tests/trainer/test_sft_on_cpu.py", "def test_a(): pass\n", 0, False),
+        (VERL, "tests/trainer/test_sft.py", "def test_a(): pass\n", 0, True),
+        (MEGATRON, "tests/unit_tests/test_moe.py", "def test_a(): pass\n", 8, False),
+        (MEGATRON, "tests/functional_tests/test_x.py", "def test_a(): pass\n", 0, True),
+        (
+            VLLM,
+            "tests/test_a.py",
+            "import pytest\n\n@pytest.mark.cpu_test\ndef test_a(): pass\n",
+            0,
+            True,
+        ),
+        (VLLM, "tests/test_b.py", "def test_b(): pass\n", 1, False),
+        (
+            VLLM,
+            "tests/test_c.py",
+            "# pytest.mark.cpu_test in a comment\ndef test_c(): pass\n",
+            1,
+            False,
+        ),
+        (
+            HardwareRules(),
+            "tests/probes/test_p.py",
+            "import pytest\n\n@pytest.mark.probe_gpu(2)\ndef test_p(): pass\n",
+            2,
+            False,
+        ),
+        (
+            MEGATRON,
+            "tests/unit_tests/test_cpu_probe.py",
+            "import pytest\n\n@pytest.mark.probe_cpu_ok\ndef test_p(): pass\n",
+            0,
+            False,
+        ),
+        (HardwareRules(), "tests/test_plain.py", None, 0, True),
+    ],
+)
+def test_each_test_file_gets_its_hardware_from_marks_then_conventions_then_a_try_on_cpu(
+    rules: HardwareRules, path: str, source: str | None, gpus: int, tried: bool
+) -> None:
+    placed = place_test(path, source, rules)
+    assert (placed.hardware.gpus, placed.tried) == (gpus, tried), placed.reason
+    assert placed.reason
