@@ -17,6 +17,7 @@ from rich.table import Table
 
 from bot.cli import build as cli_build
 from bot.cli import demo as cli_demo
+from bot.cli import report as cli_report
 from bot.cli.common import ProbewatchGroup, app_context, console
 from bot.cli.envs import envs_app
 from bot.cli.eval import agents_app, eval_app
