@@ -20,16 +20,17 @@ from typing import TYPE_CHECKING
 
 from sqlmodel import Session
 
-from bot.watchfile import WatchedRepo, mining_config
+from bot.repos import mining_config, mirror_of
+from bot.settings import Settings
+from bot.watchfile import WatchedRepo
 from task_registry.candidates import find_candidate
+from task_registry.models import CandidatePR
 from task_registry.repos import find_repo, get_cursor
 from task_registry.swebench import instance_id_for
 from task_registry.tasks import find_task
-from task_registry.types import CursorSource, Decision, PRKind
+from task_registry.types import CursorSource, Decision, PRKind, TaskStatus
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from github import Github
     from sqlalchemy.engine import Engine
 
@@ -101,52 +102,56 @@ def _has_cursor(engine: Engine, repo: str) -> bool:
         return get_cursor(session=session, repo_id=row.id, source=CursorSource.github) is not None
 
 
-def task_settings(watched: WatchedRepo) -> RepoSettings:
-    """The conventions build and validate need, from the repository's watch-file entry."""
-    from probe_builder.pipeline import RepoSettings
+def ensure_task(
+    *,
+    engine: Engine,
+    watched: WatchedRepo,
+    number: int,
+    settings: Settings,
+    repo_settings: RepoSettings,
+) -> str:
+    """Build and validate the task of an accepted candidate, unless a validated one exists;
+    say what happened.
 
-    return RepoSettings(
-        test_globs=tuple(watched.tests.globs),
-        setup_commands=tuple(watched.setup_commands),
-        gpus=watched.tests.default_gpus,
-    )
-
-
-def ensure_task(*, engine: Engine, watched: WatchedRepo, number: int, home: Path) -> str:
-    """Build and validate the task of an accepted candidate that has none yet; say what happened.
-
-    Probes come later (a curator or an author adds them); this validation already runs the
-    adversarial patches against the PR's own tests, and the survivors are the report's evidence.
+    A task left built (a worker killed during its validation, or one that waited for a GPU
+    runner) is validated again: a report never stands on an unvalidated task. The mirror
+    is made or fetched first when the merge commit is not in it yet. Probes come later (a
+    curator or an author adds them); this validation already runs the adversarial patches
+    against the PR's own tests, and the survivors are the report's evidence.
     """
     from probe_builder.pipeline import build_task, validate_task
     from runners.backends.local import LocalBackend
+    from runners.mirrors import ensure_commit
     from task_registry.db import session_scope
 
     instance = instance_id_for(watched.name, number)
     with session_scope(engine) as session:
-        if find_task(session=session, instance_id=instance) is not None:
-            return "task exists"
-        decision = _decision(session, watched.name, number)
-    if decision is not Decision.accepted:
-        return f"candidate is {decision or 'not mined'}: nothing to build"
-    if watched.git is None:
-        return "no local mirror in the watch file (`git`): nothing to build"
-    settings, root = task_settings(watched), home / "runs"
-    build_task(engine=engine, instance_id=instance, mirror=watched.git, settings=settings)
+        task = find_task(session=session, instance_id=instance)
+        if task is not None and task.status != TaskStatus.built:
+            return f"task exists ({task.status})"
+        candidate = _candidate(session, watched.name, number)
+    if candidate is None or candidate.decision != Decision.accepted:
+        state = candidate.decision if candidate else "not mined"
+        return f"candidate is {state}: nothing to build"
+    mirror = mirror_of(watched, settings)
+    if candidate.merge_sha:
+        ensure_commit(mirror, candidate.merge_sha)
+    root = settings.home / "runs"
+    if task is None:
+        build_task(engine=engine, instance_id=instance, mirror=mirror, settings=repo_settings)
     validate_task(
         engine=engine,
         instance_id=instance,
-        mirror=watched.git,
-        settings=settings,
+        mirror=mirror,
+        settings=repo_settings,
         backend=LocalBackend(workspace_root=root),
         workspace_root=root,
     )
-    return "built and validated"
+    return "built and validated" if task is None else "validated"
 
 
-def _decision(session: Session, repo: str, number: int) -> Decision | None:
+def _candidate(session: Session, repo: str, number: int) -> CandidatePR | None:
     row = find_repo(session=session, full_name=repo)
     if row is None or row.id is None:
         return None
-    candidate = find_candidate(session=session, repo_id=row.id, number=number)
-    return Decision(candidate.decision) if candidate else None
+    return find_candidate(session=session, repo_id=row.id, number=number)

@@ -75,6 +75,14 @@ class Settings(BaseSettings):
     public_url: str = Field(
         default="http://127.0.0.1:8080", description="Where the dashboard is reachable."
     )
+    runner_overrides: str = Field(
+        default="",
+        description="This runner's own pins on every environment, space separated "
+        "(torch==2.13.0+cpu); the watch file's [runner] table when unset.",
+    )
+    runner_find_links: str = Field(
+        default="", description="Folders of local wheels for the pins, separated by ':'."
+    )
 
     @model_validator(mode="after")
     def _expand_paths(self) -> Settings:

@@ -9,15 +9,12 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from probewatch.errors import ConfigError
 from probewatch.testfiles import DEFAULT_TEST_GLOBS
-
-if TYPE_CHECKING:
-    from pr_miner.config import MiningConfig
 
 DEFAULT_SIZE_THRESHOLD = 1000
 REPO_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+$"
@@ -47,6 +44,14 @@ class TestConventions(_Strict):
     default_gpus: int = Field(default=0, ge=0, description="GPUs a test needs unless marked.")
 
 
+class RunnerPins(_Strict):
+    """This host's own pins on every environment it builds (its torch build) and where their
+    wheels are; ``PROBEWATCH_RUNNER_OVERRIDES`` / ``_FIND_LINKS`` win over this table."""
+
+    overrides: list[str] = Field(default_factory=list)
+    find_links: list[Path] = Field(default_factory=list)
+
+
 class AutoAccept(_Strict):
     """Accept candidates without a curator when they are this core."""
 
@@ -57,6 +62,11 @@ class WatchedRepo(_Strict):
     name: str = Field(pattern=REPO_NAME_PATTERN, description="owner/name on GitHub")
     default_branch: str = "main"
     git: Path | None = Field(default=None, description="Local clone or mirror for backfill.")
+    url: str | None = Field(
+        default=None,
+        description="Where the service clones its own mirror from when `git` is not set "
+        "(default: the repository on GitHub).",
+    )
     size_threshold: int = Field(default=DEFAULT_SIZE_THRESHOLD, ge=1)
     exclude_globs: list[str] = Field(default_factory=list, description="Not counted as changed.")
     core_paths: list[str] = Field(default_factory=list)
@@ -71,6 +81,10 @@ class WatchedRepo(_Strict):
     auto_accept: AutoAccept | None = None
     setup_commands: list[str] = Field(default_factory=list)
     tests: TestConventions = Field(default_factory=TestConventions)
+    environment: Literal["shared", "host"] = Field(
+        default="shared",
+        description="shared: each task's own era-locked environment; host: this interpreter.",
+    )
 
     @field_validator("git")
     @classmethod
@@ -86,6 +100,7 @@ class WatchedRepo(_Strict):
 class WatchFile(_Strict):
     path: Path | None = None
     repos: list[WatchedRepo] = Field(default_factory=list)
+    runner: RunnerPins = Field(default_factory=RunnerPins)
 
     def get(self, name: str) -> WatchedRepo:
         for repo in self.repos:
@@ -113,10 +128,10 @@ def load_watch_file(path: Path | str) -> WatchFile:
 
 
 def parse_watch_data(raw: dict[str, Any], *, path: Path) -> WatchFile:
-    unknown = sorted(set(raw) - {"defaults", "repo"})
+    unknown = sorted(set(raw) - {"defaults", "repo", "runner"})
     if unknown:
         raise WatchFileError(
-            path, unknown[0], "unknown top-level key (expected [defaults], [[repo]])"
+            path, unknown[0], "unknown top-level key (expected [defaults], [[repo]], [runner])"
         )
     defaults = raw.get("defaults", {})
     entries = raw.get("repo", [])
@@ -126,7 +141,20 @@ def parse_watch_data(raw: dict[str, Any], *, path: Path) -> WatchFile:
         raise WatchFileError(path, "repo", "must be an array of tables ([[repo]])")
     repos = [_parse_repo(path, index, defaults, entry) for index, entry in enumerate(entries)]
     _check_unique(path, repos)
-    return WatchFile(path=path, repos=repos)
+    return WatchFile(path=path, repos=repos, runner=_parse_runner(path, raw.get("runner", {})))
+
+
+def _parse_runner(path: Path, raw: Any) -> RunnerPins:
+    if not isinstance(raw, dict):
+        raise WatchFileError(path, "runner", "must be a table")
+    try:
+        pins = RunnerPins.model_validate(raw)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        key = ".".join(str(part) for part in ("runner", *error["loc"]))
+        raise WatchFileError(path, key, error["msg"]) from None
+    folders = [p if p.is_absolute() else path.parent / p for p in pins.find_links]
+    return pins.model_copy(update={"find_links": [p.expanduser() for p in folders]})
 
 
 def _parse_repo(path: Path, index: int, defaults: dict[str, Any], entry: Any) -> WatchedRepo:
@@ -159,23 +187,6 @@ def _check_unique(path: Path, repos: list[WatchedRepo]) -> None:
         if repo.name.lower() in seen:
             raise WatchFileError(path, f"repo[{index}].name", f"{repo.name} is listed twice")
         seen.add(repo.name.lower())
-
-
-def mining_config(watched: WatchedRepo | None) -> MiningConfig:
-    """The miner's settings for a repository: its watch-file entry, or the defaults."""
-    from pr_miner.config import MiningConfig
-
-    if watched is None:
-        return MiningConfig()
-    auto = watched.auto_accept.min_core_share if watched.auto_accept else None
-    return MiningConfig(
-        size_threshold=watched.size_threshold,
-        exclude_globs=tuple(watched.exclude_globs),
-        test_globs=tuple(watched.tests.globs),
-        core_paths=tuple(watched.core_paths),
-        reject_formatting_only=watched.reject_formatting_only,
-        auto_accept_min_core_share=auto,
-    )
 
 
 def example_watch_file() -> Path:

@@ -31,7 +31,8 @@ from probe_builder.adversarial.survivors import (
     Variant,
     search_survivors,
 )
-from runners.types import Outcome, PatchSpec, TestStatus
+from runners.backends.placement import describe_hardware, fits, place_test
+from runners.types import Capacity, HardwareRules, Outcome, PatchSpec, TestStatus
 from task_registry.coverage import ControlRef
 from task_registry.types import Control, PromiseCategory, Suite
 
@@ -81,6 +82,7 @@ class ProbeRejection(StrEnum):
     passes_snapshot = "passes the pre-change snapshot"
     passes_hollow = "passes the hollow patch (it only checks that names exist)"
     set_rejected = "the probe set was not accepted"
+    waits_for_gpu = "needs GPUs this runner does not offer: it waits for a GPU runner"
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,10 @@ class ProbeOutcome:
     @property
     def accepted(self) -> bool:
         return self.rejection is None
+
+    @property
+    def waiting(self) -> bool:
+        return self.rejection is ProbeRejection.waits_for_gpu
 
     @property
     def reason(self) -> str | None:
@@ -131,6 +137,14 @@ class AcceptanceReport:
     @property
     def accepted(self) -> bool:
         return bool(self.probes) and not self.failures
+
+    @property
+    def waiting(self) -> dict[str, str]:
+        """Original tests and probes not judged here, with why (they wait for a GPU runner,
+        or the machine failed them)."""
+        found = dict(self.search.waiting)
+        found.update({o.probe.path: o.detail for o in self.probes if o.waiting})
+        return found
 
     @property
     def accepted_probes(self) -> tuple[ProbeOutcome, ...]:
@@ -444,19 +458,25 @@ def run_acceptance(
     revise: Reviser | None = None,
     max_rounds: int = DEFAULT_MAX_ROUNDS,
     use_coverage: bool = True,
+    rules: HardwareRules | None = None,
 ) -> AcceptanceReport:
-    """Judge the adversarials on the original tests, then the probes on every control."""
+    """Judge the adversarials on the original tests, then the probes on every control.
+
+    Probes that need GPUs the runner does not offer are not run: they wait for a GPU
+    runner, and the original tests the golden run showed to need one wait with them."""
     search = search_survivors(
         inputs.spec, [a.variant for a in inputs.adversarials], runner, use_coverage=use_coverage
     )
+    inputs = replace(inputs, spec=replace(inputs.spec, waiting=search.waiting))
+    runnable, waiting = split_by_hardware(probes, runner.backend.capacity(), rules)
     evidence = [a for a in inputs.adversarials if search.verdict(a.id).survives]
-    outcomes, batch = _judge_batch(inputs, probes, evidence, runner, with_originals=True)
+    outcomes, batch = _judge_batch(inputs, runnable, evidence, runner, with_originals=True)
     state = _Round(outcomes, list(batch.runs))
     rounds = 0
     if revise is not None:
         rounds = _revise(inputs, state, evidence, runner, revise, max_rounds)
-    failures = set_failures(state.outcomes, evidence) if (probes or rounds) else []
-    final = _final(state.outcomes, failures)
+    failures = set_failures(state.outcomes, evidence) if (runnable or rounds) else []
+    final = (*_final(state.outcomes, failures), *waiting)
     return AcceptanceReport(
         probes=final,
         failures=tuple(failures),
@@ -467,8 +487,23 @@ def run_acceptance(
         runs=(*search.runs, *state.runs),
         search=search,
         rounds=rounds,
-        notes=_notes(probes, rounds, failures, revise is not None),
+        notes=_notes(runnable, rounds, failures, revise is not None, len(waiting)),
     )
+
+
+def split_by_hardware(
+    probes: Sequence[ProbeFile], capacity: Capacity, rules: HardwareRules | None
+) -> tuple[list[ProbeFile], list[ProbeOutcome]]:
+    """Probes this runner can run, and the outcomes of those that wait for a GPU runner."""
+    runnable, waiting = [], []
+    for probe in probes:
+        placed = place_test(probe.path, probe.content, rules or HardwareRules())
+        if fits(capacity, placed.hardware):
+            runnable.append(probe)
+            continue
+        detail = f"needs {describe_hardware(placed.hardware)} ({placed.reason})"
+        waiting.append(ProbeOutcome(probe, 0, 0, (), ProbeRejection.waits_for_gpu, _short(detail)))
+    return runnable, waiting
 
 
 def _adversarial_outcomes(
@@ -500,8 +535,14 @@ def _original_rejects(search: SurvivorReport, batch: ControlBatch) -> tuple[Cont
 
 
 def _notes(
-    probes: Sequence[ProbeFile], rounds: int, failures: Sequence[str], has_author: bool
+    probes: Sequence[ProbeFile],
+    rounds: int,
+    failures: Sequence[str],
+    has_author: bool,
+    waiting: int = 0,
 ) -> tuple[str, ...]:
+    if waiting and not probes and not rounds:
+        return (f"{waiting} probe(s) wait for a GPU runner; none could run here",)
     if not probes and not rounds:
         return ("no probes: the adversarial patches were judged against the PR's own tests only",)
     if not failures:

@@ -12,7 +12,7 @@ when every control it rejects is already rejected by the original tests.
 from __future__ import annotations
 
 import io
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from rich.console import Console
 from rich.markup import escape
@@ -26,6 +26,7 @@ from task_registry.coverage import (
     CoverageTable,
     ProbeCoverage,
     PromiseCoverage,
+    WaitingTest,
 )
 from task_registry.types import Control, ProbeStatus
 
@@ -55,6 +56,7 @@ def build_coverage_table(
     probes: Sequence[ProbeCoverage] = (),
     adversarials: Sequence[AdversarialCoverage] = (),
     original_rejects: Sequence[ControlRef] = (),
+    waiting: Mapping[str, str] | None = None,
     notes: Sequence[str] = (),
 ) -> CoverageTable:
     """Link promises, probes and adversarials; flag redundant probes."""
@@ -89,6 +91,7 @@ def build_coverage_table(
         probes=probe_rows,
         adversarials=adversarial_rows,
         original_rejects=list(original_rejects),
+        waiting=[WaitingTest(path=path, reason=why) for path, why in (waiting or {}).items()],
         notes=list(notes),
     )
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path, PurePosixPath
@@ -43,8 +43,15 @@ from probe_builder.adversarial.survivors import (
     ControlRunner,
     SearchStats,
     TaskRunSpec,
+    WaitingForGpu,
 )
 from probe_builder.authors.base import Author, AuthorError, AuthorRequest
+from probe_builder.environment import (
+    EnvironmentPlan,
+    TaskCommits,
+    prepare_task_environment,
+    task_environment,
+)
 from probe_builder.gitio import GitTree
 from probe_builder.material.assemble import PullRequest, TaskMaterial, build_material
 from probe_builder.material.diffs import DiffParseError, parse_diff
@@ -61,10 +68,23 @@ from probe_builder.task_records import (
     parse_instance_id,
     store_build,
     store_validation,
+    store_waiting,
 )
 from probewatch.git import GitError, run_git
-from probewatch.testfiles import PYTEST_MODULE_GLOBS, is_pytest_module
-from runners.types import Backend, EnvironmentRef, Hardware, Outcome
+from probewatch.testfiles import (
+    DEFAULT_TEST_GLOBS,
+    PYTEST_MODULE_GLOBS,
+    TestFiles,
+    is_pytest_module,
+)
+from runners.backends.placement import (
+    TestPlacement,
+    describe_capacity,
+    describe_hardware,
+    fits,
+    place_test,
+)
+from runners.types import Backend, Capacity, EnvironmentRef, Hardware, HardwareRules, Outcome
 from task_registry.coverage import CoverageTable
 from task_registry.db import session_scope
 from task_registry.types import PromiseCategory
@@ -88,6 +108,7 @@ PROBE_MANIFEST = "probes.toml"  # optional, in a probe folder: [categories] file
 
 class Stage(StrEnum):
     material = "material"
+    environment = "environment"
     store = "store"
     runs = "runs"
 
@@ -110,11 +131,10 @@ def _noop(_: ProgressEvent) -> None:
 class RepoSettings:
     """The repository's conventions (from the watch file) that build and validate need."""
 
-    test_globs: tuple[str, ...]
+    test_globs: tuple[str, ...] = DEFAULT_TEST_GLOBS
     setup_commands: tuple[str, ...] = ()
-    gpus: int = 0
-    gpu_type: str | None = None
-    environment: EnvironmentRef | None = None
+    hardware: HardwareRules = field(default_factory=HardwareRules)
+    environment: EnvironmentPlan | None = None  # None: this interpreter (the demo)
     timeout_per_test_s: float | None = 300.0
     timeout_run_s: float = 3600.0
 
@@ -140,6 +160,32 @@ def commit_time(mirror: Path, sha: str) -> datetime:
     return datetime.fromtimestamp(int(stamp), tz=UTC)
 
 
+# --- where each test runs -----------------------------------------------------------------
+
+
+def changed_test_modules(
+    mirror: Path, base: str, head: str, test_globs: Sequence[str]
+) -> tuple[str, ...]:
+    """The test modules the PR adds or changes (what its own tests are)."""
+    names = run_git(
+        mirror, "diff", "--name-only", "--no-renames", "--diff-filter=d", base, head
+    ).stdout.splitlines()
+    return tuple(p for p in TestFiles(test_globs).among(names) if is_pytest_module(p))
+
+
+def test_placements(
+    mirror: Path, head: str, paths: Sequence[str], rules: HardwareRules
+) -> tuple[TestPlacement, ...]:
+    """Each test module's hardware, read from its text at ``head`` and the conventions."""
+    tree = GitTree(mirror, head)
+    return tuple(place_test(path, tree.read(path), rules) for path in paths)
+
+
+def task_hardware(placements: Sequence[TestPlacement]) -> Hardware:
+    """What the task needs to run all its tests: its most demanding test file's hardware."""
+    return max((p.hardware for p in placements), key=lambda h: h.gpus, default=Hardware())
+
+
 # --- build -------------------------------------------------------------------------------
 
 
@@ -160,16 +206,22 @@ def build_task(
     pr = PullRequest(
         mirror, base, candidate.merge_sha, candidate.title, candidate.body, instance_id
     )
-    hardware = Hardware(settings.gpus, settings.gpu_type)
+    tests = changed_test_modules(mirror, base, candidate.merge_sha, settings.test_globs)
+    hardware = task_hardware(test_placements(mirror, candidate.merge_sha, tests, settings.hardware))
     try:
         material = build_material(
             pr, test_globs=settings.test_globs, hardware=hardware, author=author
         )
     except (HollowError, DiffParseError, AuthorError) as exc:
         raise PipelineError(f"{instance_id} cannot be built: {exc}") from exc
-    progress(ProgressEvent(Stage.store, f"storing {instance_id}"))
     merged_at = candidate.merged_at or commit_time(mirror, candidate.merge_sha)
-    fields = _task_fields(candidate, base, merged_at, material, settings)
+    fields = _task_fields(candidate, base, merged_at, material, hardware)
+    if settings.environment is not None:
+        progress(ProgressEvent(Stage.environment, f"environment for {base[:10]} as of {merged_at}"))
+        commits = TaskCommits(mirror, base, candidate.merge_sha, merged_at, tests)
+        prepared = prepare_task_environment(settings.environment, commits)
+        fields["lock_hash"] = prepared.build.ref.lock_hash
+    progress(ProgressEvent(Stage.store, f"storing {instance_id}"))
     with session_scope(engine) as session:
         return store_build(session, candidate, fields, material)
 
@@ -179,7 +231,7 @@ def _task_fields(
     base: str,
     merged_at: datetime,
     material: TaskMaterial,
-    settings: RepoSettings,
+    hardware: Hardware,
 ) -> dict[str, Any]:
     return dict(
         repo=candidate.repo,
@@ -192,8 +244,8 @@ def _task_fields(
         problem_statement=material.statement,
         contract=material.contract.model_dump(mode="json"),
         hollow_patch=material.hollow.patch,
-        gpus=settings.gpus,
-        gpu_type=settings.gpu_type,
+        gpus=hardware.gpus,
+        gpu_type=hardware.gpu_type,
         fail_to_pass=[],
         pass_to_pass=[],
     )
@@ -208,19 +260,41 @@ class ValidationResult:
     accepted: bool
     probes: tuple[ProbeOutcome, ...]
     survivors: tuple[str, ...]
-    stats: SearchStats
+    stats: SearchStats | None  # None: nothing could run here
     runs: int
     rounds: int
     notes: tuple[str, ...]
     table: CoverageTable
 
 
-def run_spec(stored: StoredTask, mirror: Path, settings: RepoSettings) -> TaskRunSpec:
-    """The original tests are the PR's post-change test files, read from the merge commit."""
+def run_spec(
+    stored: StoredTask,
+    mirror: Path,
+    settings: RepoSettings,
+    capacity: Capacity | None = None,
+    environment: EnvironmentRef | None = None,
+) -> TaskRunSpec:
+    """The original tests are the PR's post-change test files, read from the merge commit.
+
+    Each test module is placed by the repository's conventions; those needing GPUs that
+    ``capacity`` (the validating runner's) does not offer wait for a GPU runner."""
     head = GitTree(mirror, stored.merge_commit)
     files = parse_diff(stored.test_patch)
     tests = {
         f.path: text for f in files if not f.is_deleted and (text := head.read(f.path)) is not None
+    }
+    placements = [
+        place_test(path, text, settings.hardware)
+        for path, text in tests.items()
+        if is_pytest_module(path)
+    ]
+    offered = capacity or Capacity(cpu_slots=1, gpus=0)
+    here = [p for p in placements if fits(offered, p.hardware)]
+    waiting = {
+        p.path: f"needs {describe_hardware(p.hardware)} ({p.reason}); "
+        f"this runner offers {describe_capacity(offered)}"
+        for p in placements
+        if not fits(offered, p.hardware)
     }
     return TaskRunSpec(
         repo=mirror,
@@ -229,10 +303,11 @@ def run_spec(stored: StoredTask, mirror: Path, settings: RepoSettings) -> TaskRu
         original_tests=tests,
         removed_tests=tuple(f.old_path or f.path for f in files if f.is_deleted),
         setup_commands=settings.setup_commands,
-        environment=settings.environment,
-        hardware=Hardware(gpus=settings.gpus, gpu_type=settings.gpu_type),
+        environment=environment,
+        hardware=task_hardware(here),
         timeout_per_test_s=settings.timeout_per_test_s,
         timeout_run_s=settings.timeout_run_s,
+        waiting=waiting,
     )
 
 
@@ -288,8 +363,11 @@ def validate_task(
     with session_scope(engine) as session:
         stored = load_stored_task(session, instance_id)
     chosen = tuple(probes) if probes is not None else stored.probes
+    environment = _environment(stored, mirror, settings, progress)
     inputs = AcceptanceInputs(
-        run_spec(stored, mirror, settings), stored.hollow_patch, stored.adversarials
+        run_spec(stored, mirror, settings, backend.capacity(), environment),
+        stored.hollow_patch,
+        stored.adversarials,
     )
     counter = _RunCounter(progress)
     runner = ControlRunner(backend, workspace_root=workspace_root, on_run=counter)
@@ -308,7 +386,10 @@ def validate_task(
             revise=author_reviser(author, stored, mirror) if author is not None else None,
             max_rounds=max_rounds,
             use_coverage=use_coverage,
+            rules=settings.hardware,
         )
+    except WaitingForGpu as exc:
+        return _waiting_result(engine, stored, exc, counter.done)
     except BaselineError as exc:
         raise PipelineError(f"{instance_id} cannot be validated: {exc}") from exc
     notes = validation_notes(report, stored)
@@ -324,6 +405,44 @@ def validate_task(
         runs=len(report.runs),
         rounds=report.rounds,
         notes=tuple(notes),
+        table=table,
+    )
+
+
+def _environment(
+    stored: StoredTask, mirror: Path, settings: RepoSettings, progress: Progress
+) -> EnvironmentRef | None:
+    """The environment the task was built with (prepared again when it is not here)."""
+    if settings.environment is None:
+        return None
+    tests = tuple(
+        f.path
+        for f in parse_diff(stored.test_patch)
+        if not f.is_deleted and is_pytest_module(f.path)
+    )
+    commits = TaskCommits(mirror, stored.base_commit, stored.merge_commit, stored.merged_at, tests)
+    found, prepared = task_environment(settings.environment, stored.lock_hash, commits)
+    if prepared:
+        progress(ProgressEvent(Stage.environment, f"prepared environment {found.lock_hash[:12]}"))
+    return found
+
+
+def _waiting_result(
+    engine: Engine, stored: StoredTask, waiting: WaitingForGpu, runs: int
+) -> ValidationResult:
+    """Nothing of the task can run on this runner: store what waits, and say so."""
+    note = f"validation waits for a GPU runner: {waiting}"
+    with session_scope(engine) as session:
+        table = store_waiting(session, stored, waiting.waiting, [VALIDATION_NOTE + note])
+    return ValidationResult(
+        instance_id=stored.instance_id,
+        accepted=False,
+        probes=(),
+        survivors=(),
+        stats=None,
+        runs=runs,
+        rounds=0,
+        notes=(note,),
         table=table,
     )
 

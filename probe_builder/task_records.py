@@ -41,6 +41,7 @@ from task_registry.coverage import (
     CoverageTable,
     ProbeCoverage,
     PromiseCoverage,
+    WaitingTest,
 )
 from task_registry.models import (
     AdversarialPatch,
@@ -383,6 +384,8 @@ class StoredTask:
     adversarials: tuple[AdversarialInput, ...]
     probes: tuple[ProbeFile, ...]
     promise_ids: Mapping[int, int]  # position → Promise.id
+    merged_at: datetime | None = None
+    lock_hash: str | None = None  # the environment the task was built with
 
 
 def _probe_file(row: Probe) -> ProbeFile:
@@ -436,6 +439,8 @@ def load_stored_task(session: Session, instance_id: str) -> StoredTask:
         ),
         probes=tuple(_probe_file(p) for p in list_probes(session=session, task_id=task.id)),
         promise_ids={p.position: p.id for p in promises if p.id is not None},
+        merged_at=task.created_at,
+        lock_hash=task.lock_hash,
     )
 
 
@@ -457,11 +462,17 @@ def promise_for(
     return next(iter(unchecked or matching), None)
 
 
+def probe_status(outcome: ProbeOutcome) -> ProbeStatus:
+    if outcome.waiting:
+        return ProbeStatus.waiting
+    return ProbeStatus.accepted if outcome.accepted else ProbeStatus.rejected
+
+
 def _probe_coverage(outcome: ProbeOutcome, promise: PromiseCoverage | None) -> ProbeCoverage:
     return ProbeCoverage(
         path=outcome.probe.path,
         promise_position=promise.position if promise else None,
-        status=ProbeStatus.accepted if outcome.accepted else ProbeStatus.rejected,
+        status=probe_status(outcome),
         rejection_reason=outcome.reason,
         golden_passes=outcome.golden_passes,
         golden_runs=outcome.golden_runs,
@@ -496,6 +507,7 @@ def validated_table(
         probes=[_probe_coverage(o, p) for o, p in linked],
         adversarials=adversarials,
         original_rejects=report.original_rejects,
+        waiting=report.waiting,
         notes=[*kept_notes, *notes],
     )
     return new, linked
@@ -527,6 +539,29 @@ def store_validation(
     return table
 
 
+def store_waiting(
+    session: Session, stored: StoredTask, waiting: Mapping[str, str], notes: Sequence[str]
+) -> CoverageTable:
+    """Nothing could run on the validating runner: the table says what waits and why; the
+    task stays built, and its earlier validation (if any) is cleared, not kept half-true."""
+    task = session.get(Task, stored.id)
+    if task is None:
+        raise PipelineError(f"task {stored.instance_id} was removed while it was validated")
+    refuse_if_graded(session, task, "validated again")
+    clear_validation(session, stored.id)
+    kept_notes = [n for n in stored.table.notes if not n.startswith(VALIDATION_NOTE)]
+    table = stored.table.model_copy(
+        update={
+            "waiting": [WaitingTest(path=path, reason=why) for path, why in waiting.items()],
+            "notes": [*kept_notes, *notes],
+        }
+    )
+    task.coverage = table.model_dump(mode="json")
+    session.add(task)
+    set_task_status(session=session, task=task, status=TaskStatus.built)
+    return table
+
+
 def _store_probes(
     session: Session,
     stored: StoredTask,
@@ -548,7 +583,7 @@ def _store_probes(
                 round=probe.round,
             ),
         )
-        row.status = ProbeStatus.accepted if outcome.accepted else ProbeStatus.rejected
+        row.status = probe_status(outcome)
         row.rejection_reason = outcome.reason
         session.add(row)
         assert row.id is not None

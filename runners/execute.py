@@ -32,7 +32,7 @@ from runners.testrun.faults import (
     DEFAULT_RETRIES,
     SIGNATURES,
     classify,
-    test_fault,
+    message_fault,
     with_retries,
 )
 from runners.testrun.pytest_run import (
@@ -137,12 +137,13 @@ def invocation_for(request: RunRequest, ws: Workspace) -> PytestInvocation:
 
 def _writable_for_setup(request: RunRequest, ws: Workspace) -> EnvironmentRef | None:
     """Setup commands (``pip install -e .``) install into a per-run overlay, never into the
-    shared environment: as root, read-only permission bits would not stop them."""
-    if request.environment is None or not request.setup_commands:
+    shared environment nor into the interpreter running probewatch: as root, read-only
+    permission bits would not stop them."""
+    if not request.setup_commands:
         return request.environment
-    from runners.env.overlay import overlay_environment
+    from runners.env.overlay import host_environment, overlay_environment
 
-    return overlay_environment(request.environment, ws.scratch / "venv")
+    return overlay_environment(request.environment or host_environment(), ws.scratch / "venv")
 
 
 def result_of(
@@ -162,7 +163,7 @@ def _with_fault(
 ) -> TestCaseResult:
     if test.status not in _FAILING:
         return test
-    fault = test_fault(test.message, home=home) or unavailable_module(test.message, unavailable)
+    fault = message_fault(test.message, home=home) or unavailable_module(test.message, unavailable)
     return replace(test, fault=fault) if fault is not None else test
 
 

@@ -73,12 +73,25 @@ class PromiseCoverage(BaseModel):
         return self.verdict != PromiseVerdict.checked and bool(self.survivors)
 
 
+class WaitingTest(BaseModel):
+    """An original test file (or one test) or a probe that was not judged here, and why: it
+    needs GPUs the runner did not offer, or the machine failed it (an asset, a module)."""
+
+    path: str
+    reason: str
+
+    @property
+    def needs_gpu(self) -> bool:
+        return self.reason.startswith(("needs_gpu", "needs "))
+
+
 class CoverageTable(BaseModel):
     instance_id: str
     promises: list[PromiseCoverage] = Field(default_factory=list)
     probes: list[ProbeCoverage] = Field(default_factory=list)
     adversarials: list[AdversarialCoverage] = Field(default_factory=list)
     original_rejects: list[ControlRef] = Field(default_factory=list)
+    waiting: list[WaitingTest] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
 
     def survivors(self) -> list[AdversarialCoverage]:

@@ -92,6 +92,7 @@ class ProbeStatus(StrEnum):
     proposed = "proposed"
     accepted = "accepted"
     rejected = "rejected"
+    waiting = "waiting"  # needs GPUs the validating runner did not offer
 
 
 class PatchSource(StrEnum):

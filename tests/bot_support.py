@@ -18,6 +18,7 @@ from bot.service.jobs.worker import Worker
 from bot.service.webhook import signature_for
 from bot.settings import Settings
 from task_registry.db import session_scope
+from task_registry.types import TaskStatus
 from tests.factories import make_task
 from tests.github_emulator import EmulatorError, GitHubEmulator, PullFile
 
@@ -98,7 +99,8 @@ def make_bot(
     """Registry with the PR's task (promises, probe, a surviving adversarial) and the emulator
     holding the merged PR; the app and an in-process worker wired to both."""
     with session_scope(engine) as session:
-        merge_sha = make_task(session, NUMBER, repo=REPO).merge_commit
+        task = make_task(session, NUMBER, repo=REPO, status=TaskStatus.validated)
+        merge_sha = task.merge_commit
     seed_pull(emulator, merge_sha or "")
     settings = bot_settings(
         home=tmp_path,

@@ -83,8 +83,7 @@ def make_task(
         gpus=number % 3,
         gpu_type="H100" if number % 3 else None,
         areas=["rl", "weight-sync"],
-        status=TaskStatus.built,
-        **fields,  # type: ignore[arg-type]
+        **{"status": TaskStatus.built, **fields},  # type: ignore[arg-type]
     )
     task = create_task(session=session, task_in=task_in)
     assert task.id is not None

@@ -19,6 +19,7 @@ from sqlmodel import Session
 
 from bot.evaluate.grading import RepoSetup
 from bot.evaluate.harness import Harness
+from probe_builder.pipeline import RepoSettings
 from runners.backends.local import LocalBackend
 from task_registry.db import session_scope
 from task_registry.models import ProbeCreate, Task, TaskCreate
@@ -260,7 +261,7 @@ def make_harness(
     **options: object,
 ) -> Harness:
     backend = LocalBackend(workspace_root=root / "runs", cpu_slots=2, gpu_indices=())
-    setup = RepoSetup(mirror=memo.mirror, setup_commands=setup_commands, timeout_run_s=120.0)
+    setup = RepoSetup(memo.mirror, RepoSettings(setup_commands=setup_commands, timeout_run_s=120.0))
     setups = {REPO: setup}
     return Harness(
         engine=engine,

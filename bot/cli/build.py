@@ -36,20 +36,19 @@ RUNS_FOLDER = "runs"  # under the home folder: the work trees of validation runs
 
 
 def repo_settings(context: AppContext, instance: str) -> tuple[RepoSettings, Path | None]:
-    """The repository's test conventions and mirror from the watch file, or the defaults."""
-    from probe_builder.pipeline import PipelineError, RepoSettings, parse_instance_id
-    from probewatch.testfiles import DEFAULT_TEST_GLOBS
+    """The repository's run settings and mirror from the watch file (``bot.repos``), or the
+    defaults for a repository it does not list."""
+    from bot.repos import run_settings
+    from probe_builder.pipeline import PipelineError, parse_instance_id
 
     try:
         repo, _ = parse_instance_id(instance)
     except PipelineError as exc:
         raise typer.BadParameter(str(exc), param_hint="INSTANCE") from None
-    watched = context.watch_file().find(repo)
-    if watched is None:
-        return RepoSettings(test_globs=DEFAULT_TEST_GLOBS), None
-    from bot.pipeline import task_settings
-
-    return task_settings(watched), watched.git
+    watch = context.watch_file()
+    watched = watch.find(repo)
+    settings = run_settings(watched, settings=context.settings, watch=watch)
+    return settings, watched.git if watched else None
 
 
 def _mirror(given: Path | None, watched: Path | None, instance: str) -> Path:
@@ -214,9 +213,16 @@ def validation_summary(result: ValidationResult) -> dict[str, Any]:
         "survivors": list(result.survivors),
         "runs": result.runs,
         "revision_rounds": result.rounds,
-        "survivor_search": asdict(result.stats),
+        "survivor_search": asdict(result.stats) if result.stats else None,
+        "waiting": [w.model_dump() for w in result.table.waiting],
         "notes": list(result.notes),
     }
+
+
+def _verdict(accepted: bool, waiting: bool, reason: str | None) -> str:
+    if accepted:
+        return "accepted"
+    return f"waiting: {reason}" if waiting else f"rejected: {reason}"
 
 
 def _print_validation(result: ValidationResult) -> None:
@@ -232,7 +238,7 @@ def _print_validation(result: ValidationResult) -> None:
         for o in result.probes:
             table.add_row(
                 escape(o.probe.path),
-                escape("accepted" if o.accepted else f"rejected: {o.reason}"),
+                escape(_verdict(o.accepted, o.waiting, o.reason)),
                 f"{o.golden_passes}/{o.golden_runs}",
                 escape(", ".join(ref.label for ref in o.rejects) or "nothing"),
             )
@@ -267,5 +273,7 @@ def show(
     out = console()
     out.print(f"{instance}: {status}; FAIL_TO_PASS {f2p}, PASS_TO_PASS {p2p}", highlight=False)
     out.print(render_coverage(table))
+    for item in table.waiting:
+        out.print(f"  not run here: {item.path}: {item.reason}", markup=False, highlight=False)
     for note in table.notes:
         out.print(f"  note: {note}", markup=False, highlight=False)

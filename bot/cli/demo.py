@@ -45,8 +45,7 @@ def demo(ctx: typer.Context) -> None:
     started = time.monotonic()
     result = run_demo(
         engine=context.checked_engine(),
-        home=context.settings.home,
-        public_url=context.settings.public_url,
+        settings=context.settings,
         progress=progress_line,
         eval_progress=eval_text.progress_line,
     )

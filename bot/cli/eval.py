@@ -187,7 +187,7 @@ def _harness(context: AppContext, git: Path | None) -> Harness:
 
     return local_harness(
         engine=context.checked_engine(),
-        home=context.settings.home,
+        settings=context.settings,
         watch=context.watch_file(),
         git=git,
     )

@@ -47,6 +47,7 @@ app.add_typer(candidates_app, name="candidates")
 app.command("build")(cli_build.build)
 app.command("validate")(cli_build.validate)
 app.command("show")(cli_build.show)
+app.command("report")(cli_report.report)
 app.add_typer(eval_app)  # eval, leaderboard, compare
 app.add_typer(agents_app, name="agents")
 app.command("demo")(cli_demo.demo)

@@ -24,7 +24,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from bot.cli.common import app_context, console, fail
-from bot.watchfile import mining_config
+from bot.repos import mining_config
 
 if TYPE_CHECKING:
     from sqlmodel import Session

@@ -23,9 +23,10 @@ from sqlalchemy.engine import Engine
 
 from bot.evaluate.harness import local_harness
 from bot.evaluate.types import EvalEvent, EvalReport, EvalRequest
-from bot.pipeline import task_settings
 from bot.report.store import load_report_input, store_report
-from bot.watchfile import WatchedRepo, WatchFile, load_watch_file, mining_config
+from bot.repos import mining_config, run_settings
+from bot.settings import Settings
+from bot.watchfile import WatchedRepo, WatchFile, load_watch_file
 from pr_miner.mining import mine
 from pr_miner.report import MiningReport
 from pr_miner.sources.git_source import GitSource
@@ -206,6 +207,7 @@ def build_and_validate_pr(
     watched: WatchedRepo,
     number: int,
     home: Path,
+    settings: RepoSettings,
     progress: DemoProgress = _quiet,
 ) -> TaskOutcome:
     """Build the PR's task and validate it with the curator's probes, unless already done."""
@@ -214,7 +216,6 @@ def build_and_validate_pr(
     if status in DONE_STATUSES:
         progress(DemoEvent(DemoStage.build, f"{instance}: already {status}, nothing to rebuild"))
         return TaskOutcome(instance, "skipped", "skipped", status)
-    settings = task_settings(watched)
     built = build_task(
         engine=engine,
         instance_id=instance,
@@ -299,13 +300,13 @@ def render_dry_run_report(
 
 def run_reference_agents(
     engine: Engine,
-    home: Path,
+    settings: Settings,
     watch: WatchFile,
     progress: Callable[[EvalEvent], None] | None = None,
     agents: Sequence[str] = REFERENCE_AGENTS,
 ) -> tuple[EvalReport, ...]:
     """Grade each reference agent on every validated task; graded submissions are skipped."""
-    harness = local_harness(engine=engine, home=home, watch=watch)
+    harness = local_harness(engine=engine, settings=settings, watch=watch)
     return tuple(harness.run(EvalRequest(agent=name), progress) for name in agents)
 
 
@@ -315,18 +316,21 @@ def run_reference_agents(
 def run_demo(
     *,
     engine: Engine,
-    home: Path,
-    public_url: str,
+    settings: Settings,
     progress: DemoProgress = _quiet,
     eval_progress: Callable[[EvalEvent], None] | None = None,
 ) -> DemoResult:
-    """Every stage in order on the demo repository under ``home``; see the module docstring."""
+    """Every stage in order on the demo repository under the home folder; see the module
+    docstring."""
+    home, public_url = settings.home, settings.public_url
     layout, created = ensure_demo_repo(home, progress)
     watch, watched = demo_watch(layout)
     mining = mine_demo(engine, layout, watched, progress)
     accepted = accept_survivors(engine, watched.name, progress)
+    repo_settings = run_settings(watched, settings=settings, watch=watch)
     tasks = tuple(
-        build_and_validate_pr(engine, layout, watched, n, home, progress) for n in accepted
+        build_and_validate_pr(engine, layout, watched, n, home, repo_settings, progress)
+        for n in accepted
     )
     reports = tuple(
         r
@@ -334,5 +338,5 @@ def run_demo(
         if (r := render_dry_run_report(engine, watched.name, n, public_url, progress)) is not None
     )
     progress(DemoEvent(DemoStage.eval, f"grading {', '.join(REFERENCE_AGENTS)}"))
-    evals = run_reference_agents(engine, home, watch, eval_progress)
+    evals = run_reference_agents(engine, settings, watch, eval_progress)
     return DemoResult(layout, created, mining, accepted, tasks, reports, evals)

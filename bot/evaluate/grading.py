@@ -24,6 +24,8 @@ from pathlib import Path
 
 from sqlmodel import Session, col, select
 
+from probe_builder.environment import TaskCommits, task_environment
+from probe_builder.pipeline import RepoSettings
 from probewatch.errors import EvaluationError
 from probewatch.testfiles import is_pytest_module
 from runners.agents import split_test_changes
@@ -80,16 +82,12 @@ class GradingError(EvaluationError):
 
 @dataclass(frozen=True)
 class RepoSetup:
-    """How a repository's runs are made on this host."""
+    """How a repository's runs are made on this host: its mirror, and the run settings its
+    tasks were built with (``bot.repos.run_settings``): test globs, setup commands, the
+    plan of each task's environment, time limits."""
 
     mirror: Path  # clone or bare mirror holding the tasks' commits
-    setup_commands: tuple[str, ...] = ()
-    # The repository's test globs, the ones its tasks were split with (empty: the default
-    # list): a file the split left in the golden patch is code an agent may change.
-    test_globs: tuple[str, ...] = ()
-    environment: EnvironmentRef | None = None  # None: this interpreter
-    timeout_run_s: float = 3600.0
-    timeout_per_test_s: float | None = 300.0
+    settings: RepoSettings = field(default_factory=RepoSettings)
 
 
 @dataclass(frozen=True)
@@ -108,6 +106,8 @@ class GradingTask:
     hardware: Hardware
     probes: Mapping[str, str] = field(default_factory=dict)  # accepted probes: path → code
     areas: tuple[str, ...] = ()
+    merge_commit: str = ""
+    lock_hash: str | None = None  # the environment the task was built with
 
 
 def grading_task(*, session: Session, task: Task) -> GradingTask:
@@ -126,6 +126,8 @@ def grading_task(*, session: Session, task: Task) -> GradingTask:
         hardware=Hardware(gpus=task.gpus, gpu_type=task.gpu_type),
         probes={p.path: p.content for p in probes if p.status == ProbeStatus.accepted},
         areas=tuple(task.areas),
+        merge_commit=task.merge_commit or "",
+        lock_hash=task.lock_hash,
     )
 
 
@@ -188,24 +190,26 @@ def grading_overlay(tests: PostChangeTests, probes: Mapping[str, str]) -> TestOv
 
 @dataclass(frozen=True)
 class Grader:
-    """Runs of one task on one backend, all with the same test overlay."""
+    """Runs of one task on one backend, all with the same test overlay and environment."""
 
     backend: Backend
     setup: RepoSetup
     task: GradingTask
     overlay: TestOverlay
+    environment: EnvironmentRef | None = None  # None: this interpreter
 
     def request(self, patches: Sequence[PatchSpec], label: str) -> RunRequest:
+        settings = self.setup.settings
         return RunRequest(
             repo=self.setup.mirror,
             base_commit=self.task.base_commit,
             patches=tuple(patches),
             overlay=self.overlay,
-            environment=self.setup.environment,
-            setup_commands=self.setup.setup_commands,
+            environment=self.environment,
+            setup_commands=settings.setup_commands,
             hardware=self.task.hardware,
-            timeout_per_test_s=self.setup.timeout_per_test_s,
-            timeout_run_s=self.setup.timeout_run_s,
+            timeout_per_test_s=settings.timeout_per_test_s,
+            timeout_run_s=settings.timeout_run_s,
             label=label,
         )
 
@@ -220,20 +224,34 @@ class Grader:
 
     def run_submission(self, diff: str, label: str) -> RunResult:
         """Grade ``diff`` (test-file changes already dropped); test changes stay forbidden."""
-        spec = PatchSpec(
-            "submission", diff, forbid_test_changes=True, test_globs=self.setup.test_globs
-        )
+        globs = self.setup.settings.test_globs
+        spec = PatchSpec("submission", diff, forbid_test_changes=True, test_globs=globs)
         return self.backend.run(self.request([spec], label))
 
 
 def make_grader(backend: Backend, setup: RepoSetup, task: GradingTask) -> Grader:
     tests = post_change_tests(setup.mirror, task.base_commit, task.test_patch)
-    return Grader(backend, setup, task, grading_overlay(tests, task.probes))
+    overlay = grading_overlay(tests, task.probes)
+    return Grader(backend, setup, task, overlay, grading_environment(setup, task, tests))
+
+
+def grading_environment(
+    setup: RepoSetup, task: GradingTask, tests: PostChangeTests
+) -> EnvironmentRef | None:
+    """The environment the task was built with: every grading run uses it."""
+    plan = setup.settings.environment
+    if plan is None:
+        return None
+    modules = tuple(p for p in tests.files if is_pytest_module(p))
+    commits = TaskCommits(
+        setup.mirror, task.base_commit, task.merge_commit, task.merged_at, modules
+    )
+    return task_environment(plan, task.lock_hash, commits)[0]
 
 
 def gradable_part(diff: str, setup: RepoSetup) -> tuple[str, tuple[str, ...]]:
     """The submission without its test-file changes, and the test files it tried to change."""
-    return split_test_changes(diff, setup.test_globs)
+    return split_test_changes(diff, setup.settings.test_globs)
 
 
 # --- the golden baseline -------------------------------------------------------------------

@@ -41,6 +41,8 @@ from bot.evaluate.types import (
     Stage,
     TaskResult,
 )
+from bot.repos import run_settings
+from bot.settings import Settings
 from bot.watchfile import WatchFile
 from runners.types import Backend
 from task_registry.db import session_scope
@@ -182,39 +184,39 @@ class Harness:
             ) from None
 
 
-def repo_resolver(watch: WatchFile, git: Path | None = None) -> RepoResolver:
-    """Repository name → how its runs are made: the watch file's clone, setup commands and test
-    globs; ``git`` replaces every clone and serves repositories the watch file does not list."""
+def repo_resolver(watch: WatchFile, settings: Settings, git: Path | None = None) -> RepoResolver:
+    """Repository name → how its runs are made: the watch file's clone and the run settings
+    ``bot.repos`` makes of its entry; ``git`` replaces every clone and serves repositories
+    the watch file does not list (with the default settings)."""
     setups = {}
     for repo in watch.repos:
         mirror = git.expanduser() if git is not None else repo.git
         if mirror is not None:
             setups[repo.name] = RepoSetup(
-                mirror=mirror,
-                setup_commands=tuple(repo.setup_commands),
-                test_globs=tuple(repo.tests.globs),
+                mirror, run_settings(repo, settings=settings, watch=watch)
             )
 
     def resolve(name: str) -> RepoSetup:
         if name in setups:
             return setups[name]
         if git is not None:
-            return RepoSetup(mirror=git.expanduser())
+            return RepoSetup(git.expanduser(), run_settings(None, settings=settings, watch=watch))
         raise KeyError(name)
 
     return resolve
 
 
 def local_harness(
-    *, engine: Engine, home: Path, watch: WatchFile, git: Path | None = None
+    *, engine: Engine, settings: Settings, watch: WatchFile, git: Path | None = None
 ) -> Harness:
     """A harness on this host: runs under ``home/runs``, agent trees under ``home/agent-runs``."""
     from runners.backends.local import LocalBackend
 
+    home = settings.home
     return Harness(
         engine=engine,
         backend=LocalBackend(workspace_root=home / "runs"),
-        repos=repo_resolver(watch, git),
+        repos=repo_resolver(watch, settings, git),
         agent_root=home / "agent-runs",
     )
 

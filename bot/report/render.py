@@ -71,7 +71,15 @@ def full_report_url(public_url: str, repo: str, pull_number: int) -> str:
 
 
 def summary_line(table: CoverageTable) -> str:
-    """One line: how many promises the PR's tests miss, and how many probes catch."""
+    """One line: how many promises the PR's tests miss, how many probes catch, and what
+    could not run here."""
+    waiting = sum(1 for w in table.waiting if w.needs_gpu)
+    if not waiting:
+        return _promises_line(table)
+    return f"{_promises_line(table)[:-1]}; {waiting} test(s) wait for a GPU runner."
+
+
+def _promises_line(table: CoverageTable) -> str:
     total, problems = len(table.promises), table.problems
     if not problems:
         checked = sum(1 for row in table.promises if row.verdict == PromiseVerdict.checked)

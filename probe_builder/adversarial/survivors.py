@@ -35,11 +35,13 @@ from runners.testrun.faults import DEFAULT_RETRIES
 from runners.types import (
     Backend,
     EnvironmentRef,
+    FaultKind,
     Hardware,
     Outcome,
     PatchSpec,
     RunRequest,
     RunResult,
+    TestCaseResult,
     TestOverlay,
     TestStatus,
 )
@@ -63,6 +65,14 @@ class BaselineError(BuildError):
     """The golden patch cannot serve as the baseline: no original tests, or it fails them."""
 
 
+class WaitingForGpu(BaselineError):
+    """No original test can run here: each needs GPUs this runner does not offer."""
+
+    def __init__(self, message: str, waiting: Mapping[str, str]) -> None:
+        super().__init__(message)
+        self.waiting = dict(waiting)
+
+
 @dataclass(frozen=True)
 class TaskRunSpec:
     """What every control run of one task shares: the repository, the golden patch and
@@ -78,6 +88,9 @@ class TaskRunSpec:
     hardware: Hardware = field(default_factory=Hardware)
     timeout_per_test_s: float | None = 300.0
     timeout_run_s: float = 3600.0
+    # Original test files (or single tests) not run here, with why: a convention or a mark
+    # asks for GPUs this runner lacks, or the golden run showed the machine failed them.
+    waiting: Mapping[str, str] = field(default_factory=dict)
 
     def overlay(self, probes: Mapping[str, str] | None = None) -> TestOverlay:
         return TestOverlay(
@@ -93,7 +106,10 @@ class TaskRunSpec:
         tests: Sequence[str] = (),
         env: Mapping[str, str] | None = None,
     ) -> RunRequest:
-        """A run of the original tests (and ``probes``) on the base plus ``patches``."""
+        """A run of the original tests (and ``probes``) on the base plus ``patches``; with
+        tests waiting elsewhere, "the original tests" are the ones that run here."""
+        if not tests and self.waiting:
+            tests = (*self.test_modules, *(probes or {}))
         return RunRequest(
             repo=self.repo,
             base_commit=self.base_commit,
@@ -114,9 +130,11 @@ class TaskRunSpec:
 
     @property
     def test_modules(self) -> tuple[str, ...]:
-        """The original test files pytest collects (an empty selection would mean the full
-        suite, so a task without any cannot be judged on its own tests)."""
-        return tuple(p for p in self.original_tests if is_pytest_module(p))
+        """The original test files pytest collects here (an empty selection would mean the
+        full suite, so a task without any cannot be judged on its own tests)."""
+        return tuple(
+            p for p in self.original_tests if is_pytest_module(p) and p not in self.waiting
+        )
 
 
 @dataclass(frozen=True)
@@ -366,6 +384,7 @@ class SurvivorReport:
     verdicts: tuple[SurvivorVerdict, ...]
     stats: SearchStats
     suite_run: ControlRun | None = None
+    waiting: Mapping[str, str] = field(default_factory=dict)  # the spec's, and the baseline's
 
     def verdict(self, variant_id: str) -> SurvivorVerdict:
         return next(v for v in self.verdicts if v.variant == variant_id)
@@ -447,12 +466,15 @@ def search_survivors(
     use_coverage: bool = True,
     measure_suite: bool = False,
 ) -> SurvivorReport:
-    """Judge every variant against the original tests the golden patch passes."""
+    """Judge every variant against the original tests the golden patch passes here."""
     started = time.monotonic()
     if not spec.test_modules:
+        if spec.waiting:
+            raise WaitingForGpu(_none_here(spec.waiting), spec.waiting)
         raise BaselineError("the PR changes no test module: there are no original tests")
     golden = golden_baseline(spec, runner, use_coverage=use_coverage)
-    _check_baseline(golden)
+    spec = replace(spec, waiting={**spec.waiting, **machine_failures(golden.run.result)})
+    _check_baseline(golden, spec.waiting)
     planned = [(v, *golden.selection(v)) for v in variants]
     to_run = [(v, sel, tests) for v, sel, tests in planned if sel is not Selection.unexecuted]
     runs = runner.run_all([_variant_job(spec, v, tests) for v, _, tests in to_run])
@@ -463,16 +485,72 @@ def search_survivors(
     verdicts = tuple(judged.get(v.id) or _unexecuted(v) for v, _, _ in planned)
     suite_run = runner.run(_suite_job(spec)) if measure_suite else None
     stats = _stats(golden, verdicts, time.monotonic() - started, suite_run)
-    return SurvivorReport(golden, verdicts, stats, suite_run)
+    return SurvivorReport(golden, verdicts, stats, suite_run, dict(spec.waiting))
 
 
-def _check_baseline(golden: GoldenBaseline) -> None:
+def machine_failures(result: RunResult) -> dict[str, str]:
+    """Test files every test of which the machine failed (a GPU, an asset, a module the
+    environment lacks), and single such tests in files that ran: they wait elsewhere."""
+    by_file: dict[str, list[TestCaseResult]] = {}
+    for test in result.tests:
+        if not test.is_probe:
+            by_file.setdefault(test.node_id.split("::", 1)[0], []).append(test)
+    found = {}
+    for path, tests in by_file.items():
+        faulted = [t for t in tests if t.fault is not None]
+        if faulted and len(faulted) == len(tests):
+            found[path] = _fault_reason(faulted[0])
+        else:
+            found.update({t.node_id: _fault_reason(t) for t in faulted})
+    return found
+
+
+def _fault_reason(test: TestCaseResult) -> str:
+    assert test.fault is not None
+    return f"{test.fault.kind}: {test.fault.detail}"
+
+
+def _check_baseline(golden: GoldenBaseline, waiting: Mapping[str, str]) -> None:
+    """The golden run must complete and pass some original test here; else say why, per
+    test file. A run whose every failure the machine caused is a fault, not an error."""
     result = golden.run.result
-    if result.outcome is not Outcome.completed:
+    failing = [t for t in result.tests if t.status in FAILING and not t.is_probe]
+    every_failure_faulted = bool(failing) and all(t.fault is not None for t in failing)
+    needs_gpu = all(t.fault and t.fault.kind is FaultKind.needs_gpu for t in failing)
+    if not golden.passed and every_failure_faulted and needs_gpu:
+        raise WaitingForGpu(_none_here(waiting), waiting)
+    if result.outcome is not Outcome.completed and not (
+        result.outcome is Outcome.fault and every_failure_faulted
+    ):
         raise BaselineError(f"the golden run did not complete ({result.outcome}): {result.detail}")
     if not golden.passed:
-        failed = ", ".join(f"{t.node_id} {t.status}" for t in result.tests[:3]) or "no test ran"
-        raise BaselineError(f"the golden patch passes none of the PR's own tests: {failed}")
+        raise BaselineError(
+            "the golden patch passes none of the PR's own tests here: " + _why_per_file(result)
+        )
+
+
+def _none_here(waiting: Mapping[str, str]) -> str:
+    shown = "; ".join(f"{path}: {why}" for path, why in list(waiting.items())[:3])
+    more = f" (and {len(waiting) - 3} more)" if len(waiting) > 3 else ""
+    return f"no original test can run on this runner, each waits for a GPU runner: {shown}{more}"
+
+
+def _why_per_file(result: RunResult) -> str:
+    """Each test file with the first thing that went wrong in it: a fault, or the first line
+    of the first failure."""
+    first: dict[str, str] = {}
+    for test in result.tests:
+        path = test.node_id.split("::", 1)[0]
+        if path in first or test.status not in FAILING:
+            continue
+        if test.fault is not None:
+            first[path] = f"{test.fault.kind}: {test.fault.detail}"
+        else:
+            line = (test.message or "").strip().splitlines()
+            first[path] = f"{test.status}: {line[0] if line else 'no message'}"
+    if not first:
+        return result.detail or "no test ran"
+    return "; ".join(f"{path}: {why}" for path, why in first.items())
 
 
 def _unexecuted(variant: Variant) -> SurvivorVerdict:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 from runners.env.errors import EnvError
@@ -36,9 +37,15 @@ def site_packages(python: Path) -> Path:
     return Path(done.stdout.strip())
 
 
+def host_environment() -> EnvironmentRef:
+    """The interpreter running probewatch, as an environment a run's overlay can sit on: a
+    repository served by it (the demo) still installs itself into the run's own layer."""
+    return EnvironmentRef("host", Path(sys.prefix), Path(sys.executable))
+
+
 def overlay_environment(shared: EnvironmentRef, dest: Path) -> EnvironmentRef:
     """A writable environment in ``dest`` that sees everything ``shared`` has, for one run."""
-    base = _base_interpreter(shared.root)
+    base = _base_interpreter(shared.root, shared.python)
     done = subprocess.run(
         [str(base), "-m", "venv", "--without-pip", str(dest)],
         capture_output=True,
@@ -67,8 +74,11 @@ def overlay_environment(shared: EnvironmentRef, dest: Path) -> EnvironmentRef:
     )
 
 
-def _base_interpreter(venv: Path) -> Path:
-    """The interpreter a virtual environment was made from (``home`` in pyvenv.cfg)."""
+def _base_interpreter(venv: Path, python: Path) -> Path:
+    """The interpreter a virtual environment was made from (``home`` in pyvenv.cfg); an
+    installation that is no virtual environment is its own base."""
+    if not (venv / "pyvenv.cfg").is_file():
+        return python
     cfg = _pyvenv_cfg(venv)
     version = cfg.get("version_info", cfg.get("version", ""))
     major_minor = ".".join(version.split(".")[:2])

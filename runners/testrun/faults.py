@@ -8,7 +8,7 @@ it. The signatures are one table, checked in order, most specific first; a
 signature may match the log, the exit status, or either. Only runs that did
 not pass are classified, so a passing test that merely prints such a line is
 never turned into a fault. Most signatures also read one failing test's own
-message (:func:`test_fault`): a test that needs a GPU, an uncached model or the
+message (:func:`message_fault`): a test that needs a GPU, an uncached model or the
 network fails for the machine's sake while its neighbours run; the rest (an
 OOM kill, a full disk, the Docker engine, the runner, pytest itself) only make
 sense for a whole run.
@@ -184,7 +184,7 @@ def classify(log: str, exit_status: int | None, *, home: str | None = None) -> F
     return None
 
 
-def test_fault(message: str | None, *, home: str | None = None) -> Fault | None:
+def message_fault(message: str | None, *, home: str | None = None) -> Fault | None:
     """The system fault behind one failing test, read from its own failure message; None
     when the message shows none (the test failed on its merits)."""
     if not message:

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import Engine
 
-from bot.watchfile import load_watch_file, mining_config
+from bot.repos import mining_config
+from bot.watchfile import load_watch_file
 from pr_miner.mining import mine
 from pr_miner.sources.git_source import GitSource
 from probe_builder.demo_repo import DemoRepo, create_demo_repo

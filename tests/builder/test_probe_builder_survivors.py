@@ -164,7 +164,8 @@ def test_a_golden_patch_failing_its_own_tests_cannot_be_the_baseline(tmp_path):
     failing = {"tests/test_m.py": "from m import X\n\n\ndef test_x():\n    assert X == 3\n"}
     pr = make_pr(tmp_path, {"m.py": "X = 1\n"}, {"m.py": "X = 2\n", **failing})
     spec = TaskRunSpec(pr.repo, pr.base, pr.split.golden, failing)
-    with pytest.raises(BaselineError, match=r"passes none of the PR's own tests: .*test_x failed"):
+    expected = r"passes none of the PR's own tests here: tests/test_m.py: failed: .*assert 2 == 3"
+    with pytest.raises(BaselineError, match=expected):
         search_survivors(spec, [Variant("v", pr.split.golden)], runner_for(tmp_path / "runs"))
 
 

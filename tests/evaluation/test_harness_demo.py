@@ -27,6 +27,7 @@ from probe_builder.adversarial.hollow import build_hollow_patch
 from probe_builder.demo_repo import DEMO_REPO_NAME, DemoPR, DemoRepo, create_demo_repo
 from probe_builder.gitio import GitTree, diff_commits
 from probe_builder.material.split import split_patch
+from probe_builder.pipeline import RepoSettings
 from runners.backends.local import LocalBackend
 from task_registry.db import make_engine, session_scope, upgrade
 from task_registry.evaluation import register_agent
@@ -115,7 +116,9 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, RunScores]:
     harness = Harness(
         engine=engine,
         backend=LocalBackend(workspace_root=root / "runs", cpu_slots=2, gpu_indices=()),
-        repos=lambda _: RepoSetup(mirror=demo.path, test_globs=TEST_GLOBS, timeout_run_s=300),
+        repos=lambda _: RepoSetup(
+            demo.path, RepoSettings(test_globs=TEST_GLOBS, timeout_run_s=300)
+        ),
         agent_root=root / "agent-runs",
     )
     for agent in ("oracle", "empty", "hollow", "adversary"):

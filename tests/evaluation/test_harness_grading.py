@@ -17,6 +17,7 @@ from bot.evaluate.grading import (
     stored_baseline,
     suite_scores,
 )
+from probe_builder.pipeline import RepoSettings
 from runners.agents import split_test_changes
 from runners.types import Hardware
 from task_registry.db import session_scope
@@ -134,6 +135,6 @@ def test_only_the_non_test_part_of_a_submission_is_graded(memo: MemoRepo, tmp_pa
     assert (
         "cachelib/memo.py" in kept and "tests/" not in kept and dropped == ("tests/test_memo.py",)
     )
-    custom = RepoSetup(mirror=memo.mirror, test_globs=("cachelib/memo.py",))
+    custom = RepoSetup(memo.mirror, RepoSettings(test_globs=("cachelib/memo.py",)))
     assert gradable_part(memo.golden, custom) == ("", ("cachelib/memo.py",))
     assert split_test_changes("not a diff", ("tests/**",)) == ("not a diff", ())

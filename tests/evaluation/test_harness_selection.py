@@ -18,7 +18,9 @@ from bot.evaluate.harness import (
     repo_resolver,
     select_tasks,
 )
+from bot.settings import Settings
 from bot.watchfile import parse_watch_data
+from probe_builder.pipeline import RepoSettings
 from task_registry.db import session_scope
 from task_registry.errors import NotFound
 from task_registry.evaluation import register_agent, register_model
@@ -163,13 +165,18 @@ def test_repositories_resolve_from_the_watch_file_or_the_git_option(tmp_path: Pa
         },
         path=tmp_path / "watch.toml",
     )
-    resolve = repo_resolver(watch)
-    assert resolve("acme/memo") == RepoSetup(
-        mirror=tmp_path / "memo.git", setup_commands=("pip install -e .",), test_globs=("tests/**",)
-    )
+    settings = Settings(home=tmp_path, runner_overrides="torch==2.13.0+cpu")
+    resolve = repo_resolver(watch, settings)
+    memo = resolve("acme/memo")
+    assert memo.mirror == tmp_path / "memo.git"
+    assert memo.settings.setup_commands == ("pip install -e .",)
+    assert memo.settings.test_globs == ("tests/**",)
+    plan = memo.settings.environment  # each task's own environment, with this runner's pins
+    assert plan is not None and plan.repo_name == "acme/memo"
+    assert plan.overrides.requirements == ("torch==2.13.0+cpu",)
     with pytest.raises(KeyError):
         resolve("acme/other")  # listed, but no clone
-    override = repo_resolver(watch, tmp_path / "elsewhere")
+    override = repo_resolver(watch, settings, tmp_path / "elsewhere")
     assert override("acme/memo").mirror == tmp_path / "elsewhere"
-    assert override("acme/memo").setup_commands == ("pip install -e .",)
-    assert override("acme/unlisted") == RepoSetup(mirror=tmp_path / "elsewhere")
+    assert override("acme/memo").settings.setup_commands == ("pip install -e .",)
+    assert override("acme/unlisted") == RepoSetup(tmp_path / "elsewhere", RepoSettings())

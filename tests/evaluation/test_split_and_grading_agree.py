@@ -19,6 +19,7 @@ from bot.evaluate.grading import Grader, GradingTask, RepoSetup, gradable_part
 from bot.watchfile import example_watch_file, load_watch_file
 from probe_builder.material.diffs import parse_diff
 from probe_builder.material.split import split_patch
+from probe_builder.pipeline import RepoSettings
 from probewatch.testfiles import DEFAULT_TEST_GLOBS
 from runners.agents import split_test_changes
 from runners.patches import PatchRefused, apply_patches
@@ -184,7 +185,7 @@ def test_the_split_puts_the_expected_paths_in_the_test_patch(case: Case, pr: Pul
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.label)
 def test_grading_drops_exactly_the_split_test_files(case: Case, pr: PullRequest) -> None:
     split = split_patch(pr.diff, test_globs=case.split_globs)
-    setup = RepoSetup(mirror=pr.repo.path, test_globs=case.setup_globs)
+    setup = RepoSetup(pr.repo.path, RepoSettings(test_globs=case.setup_globs))
     kept, dropped = gradable_part(pr.diff, setup)
     assert set(dropped) == set(split.test_paths)
     assert [f.path for f in parse_diff(kept)] == list(split.golden_paths)
@@ -197,7 +198,7 @@ def test_the_apply_time_check_refuses_exactly_the_split_test_files(
 ) -> None:
     split = split_patch(pr.diff, test_globs=case.split_globs)
     backend = ApplyOnlyBackend(tree)
-    graded = grader(backend, RepoSetup(mirror=pr.repo.path, test_globs=case.setup_globs), pr)
+    graded = grader(backend, RepoSetup(pr.repo.path, RepoSettings(test_globs=case.setup_globs)), pr)
     refused = set()
     for path, text in file_diffs(pr.diff).items():
         result = graded.run_submission(text, f"touches {path}")
@@ -216,7 +217,7 @@ def test_the_apply_time_check_refuses_exactly_the_split_test_files(
 def test_the_graded_part_of_a_submission_is_never_refused(
     case: Case, pr: PullRequest, tree: Path
 ) -> None:
-    setup = RepoSetup(mirror=pr.repo.path, test_globs=case.setup_globs)
+    setup = RepoSetup(pr.repo.path, RepoSettings(test_globs=case.setup_globs))
     graded = grader(ApplyOnlyBackend(tree), setup, pr)
     assert graded.run_submission(pr.diff, "whole").outcome is Outcome.refused
     kept, _ = gradable_part(pr.diff, setup)

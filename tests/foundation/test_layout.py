@@ -21,7 +21,14 @@ MAX_MODULES = 15
 # What each part may import besides itself; the longest prefix of a module names its part.
 FOUNDATION = {"probewatch"}
 DOMAIN = FOUNDATION | {"task_registry", "runners", "pr_miner", "probe_builder"}
-CORE = {"bot.settings", "bot.watchfile", "bot.context", "bot.authoring", "bot.pipeline"}
+CORE = {
+    "bot.settings",
+    "bot.watchfile",
+    "bot.repos",
+    "bot.context",
+    "bot.authoring",
+    "bot.pipeline",
+}
 ALLOWED: dict[str, set[str]] = {
     "probewatch": set(),
     "task_registry": FOUNDATION,
@@ -30,6 +37,7 @@ ALLOWED: dict[str, set[str]] = {
     "probe_builder": FOUNDATION | {"task_registry", "runners", "pr_miner"},
     "bot.settings": DOMAIN,
     "bot.watchfile": DOMAIN,
+    "bot.repos": DOMAIN | {"bot.settings", "bot.watchfile"},
     "bot.context": DOMAIN | CORE,
     "bot.authoring": DOMAIN | CORE,
     "bot.pipeline": DOMAIN | CORE,

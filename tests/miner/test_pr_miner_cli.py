@@ -14,7 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 from bot.cli.main import app
-from bot.cli.mine import mining_config, parse_moment
+from bot.cli.mine import parse_moment
+from bot.repos import mining_config
 from bot.watchfile import load_watch_file
 from task_registry.db import make_engine, upgrade
 from tests.github_emulator import GitHubEmulator, PullFile

@@ -518,6 +518,23 @@ def test_setup_commands_install_into_a_per_run_overlay_not_the_shared_environmen
     assert not prefix.is_relative_to(shared)
 
 
+def test_setup_commands_without_an_environment_never_touch_probewatchs_interpreter(
+    task: dict, tmp_path: Path
+) -> None:
+    """A repository served by the host interpreter (the demo) still installs itself into the
+    run's own layer: `pip install -e .` must not land in probewatch's environment."""
+    where = tmp_path / "prefix.txt"
+    setup = f"python -c \"import sys; open('{where}', 'w').write(sys.prefix)\""
+    check = (
+        "import torch\n\ndef test_sees_the_host_packages():\n    assert torch.zeros(1).sum() == 0\n"
+    )
+    overlay = TestOverlay(files={"tests/test_host.py": check})
+    result = run(task, request_for(task, overlay=overlay, setup_commands=(setup,)), retries=0)
+    prefix = Path(where.read_text())
+    assert prefix != Path(sys.prefix) and prefix.name == "venv"
+    assert result.status_of("tests/test_host.py::test_sees_the_host_packages") == "passed"
+
+
 SOCKET_AND_HOME_TEST = """
 import os, socket
 from pathlib import Path

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from runners.testrun.faults import SIGNATURES, classify, missing_asset, test_fault, with_retries
+from runners.testrun.faults import SIGNATURES, classify, message_fault, missing_asset, with_retries
 from runners.types import Fault, FaultKind, Outcome, RunResult
 
 # One case per signature row, in table order: (a log it must match, a near miss it must not).
@@ -223,16 +223,16 @@ OWN_FAILURES = [
 
 @pytest.mark.parametrize("message", NEEDS_GPU_MESSAGES)
 def test_a_test_that_needs_a_gpu_says_so_in_its_own_message(message: str) -> None:
-    fault = test_fault(message)
+    fault = message_fault(message)
     assert fault is not None and fault.kind is FaultKind.needs_gpu and not fault.retryable
 
 
 @pytest.mark.parametrize("message", OWN_FAILURES)
 def test_a_test_failing_on_its_merits_has_no_fault(message: str | None) -> None:
-    assert test_fault(message) is None
+    assert message_fault(message) is None
 
 
 def test_run_only_signatures_are_not_read_in_a_tests_message() -> None:
-    assert test_fault("INTERNALERROR> Traceback") is None
-    assert test_fault("Killed") is None
-    assert test_fault("OSError: [Errno 28] No space left on device").kind is FaultKind.disk_full  # type: ignore[union-attr]
+    assert message_fault("INTERNALERROR> Traceback") is None
+    assert message_fault("Killed") is None
+    assert message_fault("OSError: [Errno 28] No space left on device").kind is FaultKind.disk_full  # type: ignore[union-attr]

@@ -88,7 +88,7 @@ def test_task_coverage_and_runs_read_without_hidden_material(bot: Bot) -> None:
     assert traffic["probes"] == ["probes/test_probe_sync_traffic.py"]
     assert "content" not in coverage["probes"][0]
     assert bot.client.get(f"/api/tasks/{instance}/runs").json() == []
-    assert bot.client.get("/api/tasks", params={"status": "built"}).json()["total"] == 1
+    assert bot.client.get("/api/tasks", params={"status": "validated"}).json()["total"] == 1
 
 
 def test_reports_are_listed_after_the_bot_ran(bot: Bot) -> None:

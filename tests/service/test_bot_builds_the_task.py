@@ -61,7 +61,7 @@ def test_a_merged_pr_webhook_builds_validates_and_reports_once(
     watch = tmp_path / "watch.toml"
     watch.write_text(
         f'[[repo]]\nname = "{demo.name}"\ngit = "{demo.path}"\nsize_threshold = 100\n'
-        f"dry_run = false\nauto_accept = {{ min_core_share = 0.1 }}\n"
+        f'dry_run = false\nenvironment = "host"\nauto_accept = {{ min_core_share = 0.1 }}\n'
         f'[repo.tests]\nglobs = ["tests/**", "**/test_*.py"]\n',
         encoding="utf-8",
     )

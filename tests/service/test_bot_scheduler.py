@@ -147,7 +147,7 @@ def test_a_poll_and_probewatch_mine_share_one_cursor(
     """Regression: the poller stored a bare ISO time in the github cursor the miner's
     GitHub source reads as JSON, so `probewatch mine --github` crashed after a poll."""
     from bot.pipeline import poll_merged
-    from bot.watchfile import mining_config
+    from bot.repos import mining_config
     from pr_miner.mining import mine
     from pr_miner.sources.github_source import GitHubSource
 

@@ -21,6 +21,7 @@ from sqlmodel import Session
 from bot.context import AppContext
 from bot.pipeline import ensure_task, mine_one_pr, poll_merged
 from bot.report.store import load_report_input, store_report
+from bot.repos import run_settings
 from bot.service.github.client import GitHubClients
 from bot.service.github.posting import (
     CHECK_RULES,
@@ -135,8 +136,14 @@ def mine_pr(ctx: JobContext, job: PRPayload) -> dict[str, Any]:
 
 def build_report(ctx: JobContext, job: PRPayload) -> dict[str, Any]:
     watched = ctx.watched(job.repo)
-    home = ctx.settings.home
-    built = ensure_task(engine=ctx.app.engine, watched=watched, number=job.number, home=home)
+    repo_settings = run_settings(watched, settings=ctx.settings, watch=ctx.app.watch_file())
+    built = ensure_task(
+        engine=ctx.app.engine,
+        watched=watched,
+        number=job.number,
+        settings=ctx.settings,
+        repo_settings=repo_settings,
+    )
     with ctx.session() as session:
         report = load_report_input(session=session, repo=job.repo, number=job.number)
     if report is None:

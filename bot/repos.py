@@ -1,0 +1,108 @@
+"""What a watched repository means to each stage, in one place.
+
+The watch file says it once (``bot.watchfile``); every command and job asks here: the
+miner's configuration (:func:`mining_config`), and the run settings of build,
+validation, agent runs and grading (:func:`run_settings`): the test globs the task
+is split with, the setup commands, where each test runs (:func:`hardware_rules`),
+and how each task's environment is built on this runner, with the runner's own pins
+(:func:`runner_pins`: ``PROBEWATCH_RUNNER_OVERRIDES`` and ``_FIND_LINKS``, else the
+watch file's ``[runner]`` table); and where its history is (:func:`mirror_of`: the
+watch file's local clone, else a mirror the service clones and fetches itself).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bot.settings import Settings
+from bot.watchfile import TestConventions, WatchedRepo, WatchFile
+from probewatch.testfiles import DEFAULT_TEST_GLOBS
+from runners.types import HardwareRules
+
+if TYPE_CHECKING:
+    from pr_miner.config import MiningConfig
+    from probe_builder.pipeline import RepoSettings
+    from runners.env import RunnerOverrides
+
+
+def mining_config(watched: WatchedRepo | None) -> MiningConfig:
+    """The miner's settings for a repository: its watch-file entry, or the defaults."""
+    from pr_miner.config import MiningConfig
+
+    if watched is None:
+        return MiningConfig()
+    auto = watched.auto_accept.min_core_share if watched.auto_accept else None
+    return MiningConfig(
+        size_threshold=watched.size_threshold,
+        exclude_globs=tuple(watched.exclude_globs),
+        test_globs=tuple(watched.tests.globs),
+        core_paths=tuple(watched.core_paths),
+        reject_formatting_only=watched.reject_formatting_only,
+        auto_accept_min_core_share=auto,
+    )
+
+
+def hardware_rules(tests: TestConventions) -> HardwareRules:
+    """Where the repository's tests run: its CPU globs and marker, its GPU paths, and the
+    GPUs a test that needs them gets (``default_gpus``, at least one)."""
+    return HardwareRules(
+        cpu_globs=tuple(tests.cpu_globs),
+        cpu_marker=tests.cpu_marker,
+        gpu_paths=tuple(tests.gpu_paths),
+        gpus=max(tests.default_gpus, 1),
+    )
+
+
+def runner_pins(settings: Settings, watch: WatchFile) -> RunnerOverrides:
+    """This runner's pins: the settings' (its service variables), else the watch file's."""
+    from runners.env import RunnerOverrides
+
+    overrides = settings.runner_overrides.split() or list(watch.runner.overrides)
+    folders = [Path(p) for p in settings.runner_find_links.split(os.pathsep) if p]
+    links = [p.expanduser() for p in folders] or list(watch.runner.find_links)
+    return RunnerOverrides(tuple(overrides), tuple(links))
+
+
+def run_settings(
+    watched: WatchedRepo | None, *, settings: Settings, watch: WatchFile
+) -> RepoSettings:
+    """How the repository's tasks are built, validated and graded on this runner."""
+    from probe_builder.environment import EnvironmentPlan
+    from probe_builder.pipeline import RepoSettings
+    from runners.env import EnvHome
+    from runners.env.config import known_repo_config
+
+    if watched is None:
+        return RepoSettings(test_globs=DEFAULT_TEST_GLOBS)
+    plan = None
+    if watched.environment == "shared":
+        plan = EnvironmentPlan(
+            home=EnvHome(settings.home),
+            overrides=runner_pins(settings, watch),
+            config=known_repo_config(watched.name),
+            repo_name=watched.name,
+        )
+    return RepoSettings(
+        test_globs=tuple(watched.tests.globs),
+        setup_commands=tuple(watched.setup_commands),
+        hardware=hardware_rules(watched.tests),
+        environment=plan,
+    )
+
+
+GITHUB_CLONE_URL = "https://github.com/{name}.git"
+
+
+def mirror_of(watched: WatchedRepo, settings: Settings) -> Path:
+    """The repository's history on this host: the watch file's ``git`` clone, else a bare
+    mirror of its ``url`` (or its GitHub address) that the service keeps under its home."""
+    from runners.mirrors import ensure_mirror
+
+    source = (
+        str(watched.git)
+        if watched.git
+        else watched.url or GITHUB_CLONE_URL.format(name=watched.name)
+    )
+    return ensure_mirror(source, settings.home, watched.name)
