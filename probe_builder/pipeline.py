@@ -18,6 +18,8 @@ graded against the task. Progress goes to an optional callback.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -357,12 +359,22 @@ def validate_task(
     author: Author | None = None,
     max_rounds: int = 2,
     use_coverage: bool = True,
+    force: bool = False,
     progress: Progress = _noop,
 ) -> ValidationResult:
-    """Run the acceptance protocol on a built task and store what it found."""
+    """Run the acceptance protocol on a built task and store what it found.
+
+    A validated task whose inputs are all as they were when it was validated (its
+    material, probes, environment, run settings, the runner's capacity and the protocol's
+    options) is not run again unless ``force``: the stored result stands."""
     with session_scope(engine) as session:
         stored = load_stored_task(session, instance_id)
     chosen = tuple(probes) if probes is not None else stored.probes
+    fingerprint = validation_fingerprint(
+        stored, chosen, settings, backend.capacity(), author, max_rounds, use_coverage
+    )
+    if not force and stored.validated and stored.table.validated_with == fingerprint:
+        return _unchanged_result(stored)
     environment = _environment(stored, mirror, settings, progress)
     inputs = AcceptanceInputs(
         run_spec(stored, mirror, settings, backend.capacity(), environment),
@@ -395,7 +407,7 @@ def validate_task(
     notes = validation_notes(report, stored)
     progress(ProgressEvent(Stage.store, f"storing {len(report.runs)} run(s)"))
     with session_scope(engine) as session:
-        table = store_validation(session, stored, report, notes, backend.name)
+        table = store_validation(session, stored, report, notes, backend.name, fingerprint)
     return ValidationResult(
         instance_id=instance_id,
         accepted=report.accepted,
@@ -405,6 +417,47 @@ def validate_task(
         runs=len(report.runs),
         rounds=report.rounds,
         notes=tuple(notes),
+        table=table,
+    )
+
+
+def validation_fingerprint(
+    stored: StoredTask,
+    probes: Sequence[ProbeFile],
+    settings: RepoSettings,
+    capacity: Capacity,
+    author: Author | None,
+    max_rounds: int,
+    use_coverage: bool,
+) -> str:
+    """A hash of everything a validation's outcome depends on: equal hashes, equal runs."""
+    document = {
+        "task": [stored.base_commit, stored.merge_commit, stored.patch, stored.test_patch],
+        "hollow": stored.hollow_patch,
+        "adversarials": [[a.id, a.patch] for a in stored.adversarials],
+        "probes": sorted([p.path, p.content, str(p.promise_category)] for p in probes),
+        "environment": stored.lock_hash if settings.environment is not None else "host",
+        "settings": repr((settings.setup_commands, settings.hardware, settings.test_globs)),
+        "limits": [settings.timeout_per_test_s, settings.timeout_run_s],
+        "capacity": [capacity.gpus, capacity.gpu_type],
+        "protocol": [author.name if author else None, max_rounds, use_coverage],
+    }
+    text = json.dumps(document, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _unchanged_result(stored: StoredTask) -> ValidationResult:
+    table = stored.table
+    note = "nothing changed since the last validation: its result stands, no run was made"
+    return ValidationResult(
+        instance_id=stored.instance_id,
+        accepted=any(p.accepted for p in table.probes),
+        probes=(),
+        survivors=tuple(a.id for a in table.survivors()),
+        stats=None,
+        runs=0,
+        rounds=0,
+        notes=(note,),
         table=table,
     )
 

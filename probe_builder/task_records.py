@@ -386,6 +386,7 @@ class StoredTask:
     promise_ids: Mapping[int, int]  # position → Promise.id
     merged_at: datetime | None = None
     lock_hash: str | None = None  # the environment the task was built with
+    validated: bool = False  # its status is validated (not only built)
 
 
 def _probe_file(row: Probe) -> ProbeFile:
@@ -441,6 +442,7 @@ def load_stored_task(session: Session, instance_id: str) -> StoredTask:
         promise_ids={p.position: p.id for p in promises if p.id is not None},
         merged_at=task.created_at,
         lock_hash=task.lock_hash,
+        validated=task.status == TaskStatus.validated,
     )
 
 
@@ -519,6 +521,7 @@ def store_validation(
     report: AcceptanceReport,
     notes: Sequence[str],
     runner: str,
+    fingerprint: str | None = None,
 ) -> CoverageTable:
     task = session.get(Task, stored.id)
     if task is None:
@@ -528,6 +531,7 @@ def store_validation(
     session.exec(delete(Probe).where(col(Probe.task_id) == stored.id))
     session.flush()
     table, linked = validated_table(stored, report, notes)
+    table = table.model_copy(update={"validated_with": fingerprint})
     probe_ids = _store_probes(session, stored, linked)
     _store_adversarials(session, stored, report, probe_ids)
     for run in report.runs:

@@ -93,6 +93,7 @@ class CoverageTable(BaseModel):
     original_rejects: list[ControlRef] = Field(default_factory=list)
     waiting: list[WaitingTest] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    validated_with: str | None = None  # what the validation's inputs hashed to
 
     def survivors(self) -> list[AdversarialCoverage]:
         return [a for a in self.adversarials if a.survives_original]

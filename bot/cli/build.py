@@ -161,6 +161,9 @@ def validate(
         bool,
         typer.Option("--no-coverage", help="Judge every adversarial on all the PR's tests."),
     ] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Run again even when nothing changed since.")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
 ) -> None:
     """Run the acceptance protocol (golden x3, snapshot, hollow, adversarials) and store it."""
@@ -185,6 +188,7 @@ def validate(
             workspace_root=root,
             probes=chosen,
             use_coverage=not no_coverage,
+            force=force,
             progress=show,
         )
     if as_json:

@@ -25,6 +25,7 @@ class RepairOutcome(StrEnum):
     unresolvable = "unresolvable"  # adding it made the set unsolvable in the era (or unknown)
     excluded = "excluded"  # the repository's config leaves that distribution out
     not_installable = "not_installable"  # stdlib or the repository's own module: pip cannot help
+    held_back = "held_back"  # the era's release lacks a name the code imports: an older one
 
 
 class Repair(BaseModel):
@@ -33,6 +34,7 @@ class Repair(BaseModel):
     round: int
     outcome: RepairOutcome
     detail: str = ""
+    requirement: str | None = None  # the line the repair added, when not the bare distribution
 
 
 class Dropped(BaseModel):

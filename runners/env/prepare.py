@@ -27,7 +27,15 @@ from runners.env.build import BuildResult, ensure_environment, environment_ref, 
 from runners.env.config import EnvHome, RepoEnvConfig, RunnerOverrides
 from runners.env.lock import Lock, ResolutionError, resolve
 from runners.env.manifest import Dropped, Provenance, Repair, RepairOutcome
-from runners.env.repair import Collection, collect, judge, missing_modules
+from runners.env.repair import (
+    Collection,
+    collect,
+    distribution_for,
+    hold_back,
+    judge,
+    missing_modules,
+    missing_names,
+)
 from runners.env.sources import RequirementInputs, read_requirements
 from runners.env.uv import Uv
 
@@ -119,12 +127,22 @@ class _Job:
             for round_ in range(1, self.request.max_repair_rounds + 1):
                 collection = collect(self.result.ref, tree, tests)
                 missing = missing_modules(collection.output)
-                if not self.state.consider(
-                    missing, round_, tree, self.request.config, self.resolve
-                ):
+                # A submodule of an installed distribution is not missing: its release is
+                # too new (urllib3 2 dropped urllib3.packages). Hold it back instead.
+                dropped = [m for m in missing if "." in m and self.lock.pin_of(distribution_for(m))]
+                absent = [m for m in missing if m not in dropped]
+                grew = self.state.consider(absent, round_, tree, self.request.config, self.resolve)
+                names = [*missing_names(collection.output), *(_last_part(m) for m in dropped)]
+                held = self.state.hold_back(names, round_, self.lock, self.resolve)
+                if not (grew or held):
                     return collection
                 self.build()
             return collect(self.result.ref, tree, tests)
+
+
+def _last_part(module: str) -> tuple[str, str]:
+    package, _, name = module.rpartition(".")
+    return package, name
 
 
 class _RepairState:
@@ -135,6 +153,7 @@ class _RepairState:
         self.added: list[str] = []
         self.repairs: list[Repair] = []
         self.tried: set[str] = set()
+        self.held: set[str] = set()
 
     def requirements(self) -> list[str]:
         return [*self.declared, *self.added]
@@ -159,15 +178,38 @@ class _RepairState:
             self.repairs.append(repair)
         return grew
 
+    def hold_back(
+        self,
+        names: list[tuple[str, str]],
+        round_: int,
+        lock: Lock,
+        resolver: Callable[[list[str]], Lock],
+    ) -> bool:
+        """Hold back each distribution whose installed release lacks a name the code imports;
+        True when something was held back (so: rebuild and retry)."""
+        grew = False
+        for module, name in names:
+            distribution = distribution_for(module)
+            repair = hold_back(
+                module, name, lock.pin_of(distribution), round_=round_, tried=self.held
+            )
+            if repair.outcome is RepairOutcome.held_back:
+                self.held.add(canonicalize_name(distribution))
+                repair = self._try_add(repair, resolver)
+                grew = grew or repair.outcome is RepairOutcome.held_back
+            self.repairs.append(repair)
+        return grew
+
     def _try_add(self, repair: Repair, resolver: Callable[[list[str]], Lock]) -> Repair:
-        assert repair.distribution is not None
+        line = repair.requirement or repair.distribution
+        assert line is not None
         try:
-            resolver([*self.requirements(), repair.distribution])
+            resolver([*self.requirements(), line])
         except ResolutionError as exc:
             detail = str(exc).splitlines()[-1][:300] if str(exc) else "no solution"
             update = {"outcome": RepairOutcome.unresolvable, "detail": detail}
             return repair.model_copy(update=update)
-        self.added.append(repair.distribution)
+        self.added.append(line)
         return repair
 
 

@@ -4,7 +4,10 @@ Requirement files are often incomplete. Collecting the tests (``pytest
 --collect-only``) imports every test module and conftest; the import errors
 it prints name the missing modules. Each is mapped to a distribution and
 judged: added, or refused with a reason (the standard library, the repository's
-own code, a distribution the config excludes, one already tried). Most packages
+own code, a distribution the config excludes, one already tried). A name the
+code imports from an installed distribution that lacks it (a major release out
+days before the merge, which the repository's own CI had not taken yet) holds
+that distribution below the installed major version. Most packages
 install a module of their own name (``requests`` from ``requests``); the table
 below holds the well-known exceptions, a dotted key winning over its top-level
 name (``google.protobuf`` before ``google``).
@@ -35,6 +38,11 @@ MISSING_MODULE_SIGNATURES: tuple[re.Pattern[str], ...] = (
     re.compile(r"ImportError: No module named '?([\w.]+)'?"),
     # transformers' own check: "... requires the protobuf library but it was not found ..."
     re.compile(r"requires the ([\w.-]+) library but it was not found"),
+)
+# A name missing from a package installed in the environment (its path is under site-packages),
+# not from the repository's own code.
+MISSING_NAME = re.compile(
+    r"ImportError: cannot import name '(\w+)' from '([\w.]+)' \([^)]*site-packages[^)]*\)"
 )
 # Variables a collection run may inherit from the host; everything else is left out.
 PASSED_THROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT")
@@ -122,6 +130,48 @@ def missing_modules(output: str) -> list[str]:
         for match in pattern.finditer(output):
             found.setdefault(match.group(1), None)
     return list(found)
+
+
+def missing_names(output: str) -> list[tuple[str, str]]:
+    """(module, name) pairs of names installed packages lack, first appearance first, once."""
+    found: dict[tuple[str, str], None] = {}
+    for match in MISSING_NAME.finditer(output):
+        found.setdefault((match.group(2), match.group(1)), None)
+    return list(found)
+
+
+def hold_back(
+    module: str, name: str, pinned: str | None, *, round_: int, tried: set[str]
+) -> Repair:
+    """What to do about ``name`` missing from the installed ``module``: hold its distribution
+    below the installed major version, once."""
+    distribution = distribution_for(module)
+    version = pinned.partition("==")[2] if pinned else ""
+    major = version.split(".")[0]
+    if not major.isdigit() or int(major) == 0:
+        return Repair(
+            module=module,
+            distribution=distribution,
+            round=round_,
+            outcome=RepairOutcome.unresolvable,
+            detail=f"{module} lacks {name!r} and no older major release can be chosen",
+        )
+    if canonicalize_name(distribution) in tried:
+        return Repair(
+            module=module,
+            distribution=distribution,
+            round=round_,
+            outcome=RepairOutcome.unresolvable,
+            detail=f"still lacks {name!r} after it was held back once",
+        )
+    return Repair(
+        module=module,
+        distribution=distribution,
+        round=round_,
+        outcome=RepairOutcome.held_back,
+        detail=f"{distribution} {version} lacks {name!r}: held below {major}",
+        requirement=f"{distribution}<{major}",
+    )
 
 
 def judge(

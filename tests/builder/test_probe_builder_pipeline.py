@@ -39,7 +39,14 @@ from task_registry.tasks import (
     list_test_results,
     list_validation_runs,
 )
-from task_registry.types import Control, Decision, ProbeStatus, PromiseVerdict, TaskStatus
+from task_registry.types import (
+    Control,
+    Decision,
+    ProbeStatus,
+    PromiseCategory,
+    PromiseVerdict,
+    TaskStatus,
+)
 from tests.build_fixtures import (
     GOOD_PROBE,
     HOLLOW_PASSING_PROBE,
@@ -313,6 +320,28 @@ def test_an_author_revision_is_stored_and_a_second_validation_replaces_the_runs(
         }
         assert stored[GOOD_PATH] == ("probe-writer", 1)
         assert len(list_validation_runs(session=session, task_id=task.id)) == second.runs
+
+
+def test_a_second_validation_with_nothing_changed_makes_no_run(sqlite_engine, memo, tmp_path):
+    add_candidate(sqlite_engine, memo, decision=Decision.accepted)
+    build_task(engine=sqlite_engine, instance_id=INSTANCE, mirror=memo.repo, settings=SETTINGS)
+    probes = [ProbeFile(GOOD_PATH, GOOD_PROBE, PromiseCategory.state)]
+    first = validate(sqlite_engine, memo, tmp_path / "runs", probes=probes, use_coverage=False)
+    assert first.runs > 0
+
+    again = validate(sqlite_engine, memo, tmp_path / "runs", probes=probes, use_coverage=False)
+    assert (again.runs, again.stats) == (0, None) and "nothing changed" in again.notes[0]
+    assert again.survivors == first.survivors and again.accepted == first.accepted
+    with session_scope(sqlite_engine) as session:
+        task = get_task(session=session, instance_id=INSTANCE)
+        assert len(list_validation_runs(session=session, task_id=task.id)) == first.runs
+
+    changed = [ProbeFile(GOOD_PATH, GOOD_PROBE + "\n# revised\n", PromiseCategory.state)]
+    assert validate(sqlite_engine, memo, tmp_path / "runs", probes=changed, use_coverage=False).runs
+    forced = validate(
+        sqlite_engine, memo, tmp_path / "runs", probes=changed, use_coverage=False, force=True
+    )
+    assert forced.runs > 0
 
 
 def test_a_probe_folder_needs_test_files_and_known_categories(tmp_path):

@@ -8,7 +8,7 @@ import pytest
 
 from runners.env import EnvHome, EnvRequest, RepairOutcome, RepoEnvConfig, prepare_environment
 from runners.env.manifest import read_manifest
-from runners.env.repair import distribution_for, judge, missing_modules
+from runners.env.repair import distribution_for, judge, missing_modules, missing_names
 from runners.env.uv import Uv
 from tests.runners_env_support import ERA, make_repo
 
@@ -138,3 +138,46 @@ def test_an_unknown_distribution_is_recorded_as_unresolvable(
     ]
     assert not root.stat().st_mode & 0o222  # ...which stays read-only
     assert "no_such_module_probewatch" in prepared.build.ref.unavailable
+
+
+def test_a_name_a_fresh_major_release_dropped_holds_that_distribution_back(
+    tmp_path: Path, env_home: EnvHome, uv: Uv
+) -> None:
+    """urllib3 2.0 (April 2023) dropped ``urllib3.packages.six``; code of that era that still
+    imports it ran on 1.26 in its own CI. The era's newest release is held below 2."""
+    repo, commit = make_repo(
+        tmp_path / "r",
+        {
+            "requirements.txt": "urllib3\n",
+            "tests/test_six.py": "from urllib3.packages import six\n\n"
+            "def test_six():\n    assert six.PY3\n",
+        },
+    )
+    request = EnvRequest(repo=repo, commit=commit, merge_time=ERA, tests=("tests",))
+    prepared = prepare_environment(request, env_home, uv)
+
+    held = [r for r in prepared.repairs if r.outcome is RepairOutcome.held_back]
+    assert [(r.distribution, r.requirement) for r in held] == [("urllib3", "urllib3<2")]
+    assert "lacks 'packages'" in held[0].detail  # urllib3 2 has no urllib3.packages at all
+    assert (prepared.lock.pin_of("urllib3") or "").startswith("urllib3==1.26.")
+    assert prepared.collection is not None and prepared.collection.ok
+
+
+@pytest.mark.parametrize(
+    ("output", "found"),
+    [
+        (
+            "ImportError: cannot import name 'AutoModelForVision2Seq' from 'transformers' "
+            "(/envs/abc/lib/python3.11/site-packages/transformers/__init__.py)",
+            [("transformers", "AutoModelForVision2Seq")],
+        ),
+        (  # the repository's own module: a code problem, not a package to hold back
+            "ImportError: cannot import name 'helper' from 'verl.utils' (/work/tree/verl/utils/__init__.py)",
+            [],
+        ),
+    ],
+)
+def test_only_names_missing_from_installed_packages_are_read(
+    output: str, found: list[tuple[str, str]]
+) -> None:
+    assert missing_names(output) == found
