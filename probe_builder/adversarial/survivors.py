@@ -337,14 +337,26 @@ class GoldenBaseline:
     coverage: LineCoverage | None
 
     def selection(self, variant: Variant) -> tuple[Selection, tuple[str, ...]]:
-        """Which tests judge ``variant``, and why."""
+        """Which tests judge ``variant``, and why. Without line data the PR's tests judge
+        it, and of those only the ones the golden patch passes can tell it apart."""
         if self.coverage is None or variant.line is None or not variant.path:
-            return Selection.pr_tests, ()
+            return Selection.pr_tests, self.passed_tests
         tests = self.coverage.tests_for(variant.path, variant.line)
         if NOT_IN_A_TEST in tests:
-            return Selection.pr_tests, ()
+            return Selection.pr_tests, self.passed_tests
         chosen = tuple(sorted(t for t in tests if _covers_a_pass(t, self.passed)))
         return (Selection.covering, chosen) if chosen else (Selection.unexecuted, ())
+
+    @property
+    def passed_tests(self) -> tuple[str, ...]:
+        return tuple(sorted(self.passed))
+
+    @property
+    def blind(self) -> int:
+        """Original tests that did not pass here: they might execute a line the others do not."""
+        return sum(
+            1 for t in self.run.result.tests if not t.is_probe and t.status is not TestStatus.passed
+        )
 
 
 def _covers_a_pass(node: str, passed: Collection[str]) -> bool:
@@ -482,7 +494,8 @@ def search_survivors(
         v.id: _judge(v, run, sel, tests, golden.passed)
         for (v, sel, tests), run in zip(to_run, runs, strict=True)
     }
-    verdicts = tuple(judged.get(v.id) or _unexecuted(v) for v, _, _ in planned)
+    blind = golden.blind + len(spec.waiting)
+    verdicts = tuple(judged.get(v.id) or _unexecuted(v, blind) for v, _, _ in planned)
     suite_run = runner.run(_suite_job(spec)) if measure_suite else None
     stats = _stats(golden, verdicts, time.monotonic() - started, suite_run)
     return SurvivorReport(golden, verdicts, stats, suite_run, dict(spec.waiting))
@@ -553,8 +566,19 @@ def _why_per_file(result: RunResult) -> str:
     return "; ".join(f"{path}: {why}" for path, why in first.items())
 
 
-def _unexecuted(variant: Variant) -> SurvivorVerdict:
+def _unexecuted(variant: Variant, blind: int) -> SurvivorVerdict:
+    """No passing original test executes the mutated line: the PR's tests cannot see the
+    variant, unless some of them could not run or pass here, in which case nobody knows."""
     where = f"{variant.path}:{variant.line}"
+    if blind:
+        return SurvivorVerdict(
+            variant=variant.id,
+            survives=None,
+            selection=Selection.unexecuted,
+            tests=(),
+            reason=f"no test that passed here executes {where}; {blind} of the PR's tests "
+            "did not run or pass here and might",
+        )
     return SurvivorVerdict(
         variant=variant.id,
         survives=True,

@@ -21,7 +21,7 @@ from probe_builder.adversarial.survivors import (
 )
 from runners.backends.local import LocalBackend
 from task_registry.types import Control, Suite
-from tests.build_fixtures import memo_pr, run_spec, variants
+from tests.build_fixtures import MEMO_BASE, MEMO_CHANGE, memo_pr, run_spec, variants
 from tests.probe_builder_support import FixturePR, make_pr
 
 RESET_TEST = "tests/test_cache.py::test_reset_can_be_called_after_lookups"
@@ -97,7 +97,8 @@ def test_a_line_no_test_executes_survives_without_a_run(search):
 
 def test_a_line_run_at_import_is_judged_on_all_the_pr_tests(search):
     constant = by_line(search, 3)  # NO_HITS = 1
-    assert constant.selection is Selection.pr_tests and constant.tests == ()
+    assert constant.selection is Selection.pr_tests  # every test the golden patch passes
+    assert constant.tests == tuple(sorted(HIT_TESTS | {RESET_TEST}))
     assert constant.run is not None
     assert {t.node_id for t in constant.run.result.tests} == HIT_TESTS | {RESET_TEST}
     assert constant.survives is False
@@ -175,3 +176,20 @@ def test_a_task_without_test_modules_is_refused_before_any_run(tmp_path):
     with pytest.raises(BaselineError, match="changes no test module"):
         search_survivors(spec, [], runner)
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_pr_test_that_fails_on_golden_is_not_run_for_a_variant_and_makes_unexecuted_lines_unknown(
+    tmp_path,
+):
+    """Tests that cannot pass here (a GPU, an asset) can neither tell a variant apart nor
+    vouch that no test executes a line: a variant no passing test reaches is undetermined."""
+    broken = "def test_needs_the_machine():\n    raise OSError('no such device')\n"
+    pr = make_pr(tmp_path, MEMO_BASE, {**MEMO_CHANGE, "tests/test_machine.py": broken})
+    spec = run_spec(pr)
+    found = search_survivors(spec, variants(pr), runner_for(tmp_path / "runs"))
+
+    ran = {t.node_id for v in found.verdicts if v.run for t in v.run.result.tests}
+    assert "tests/test_machine.py::test_needs_the_machine" not in ran
+    unexecuted = [v for v in found.verdicts if v.selection is Selection.unexecuted]
+    assert unexecuted and all(v.survives is None for v in unexecuted)
+    assert "did not run or pass here and might" in unexecuted[0].reason
