@@ -37,7 +37,7 @@ from probewatch.testfiles import TestFiles
 from runners.patches import PatchError, parse_changes
 from runners.testrun.process_group import CANNOT_START_EXIT, NOTE_PREFIX, run_in_group
 from runners.testrun.run_environment import scrub_environment
-from runners.types import Hardware, PatchSpec
+from runners.types import EnvironmentRef, Hardware, PatchSpec
 from runners.workspace import WorkspaceError, force_rmtree, git, resolve_commit
 
 DEFAULT_BUDGET_S = 2.5 * 3600  # InfraDev's budget per task
@@ -201,6 +201,9 @@ class AgentRequest:
     env: Mapping[str, str] = field(default_factory=dict)  # the agent's own variables
     pass_env: tuple[str, ...] = ()  # host variables passed by name (an API key)
     label: str = ""
+    # The task's environment: the agent works in a writable layer over it (its python and
+    # pip first on PATH), as every grading run of the task does.
+    environment: EnvironmentRef | None = None
 
 
 @dataclass(frozen=True)
@@ -300,7 +303,9 @@ def _work(layout: _Layout, request: AgentRequest, sha: str, gpus: tuple[int, ...
         statement=request.statement,
         model=request.model,
         budget_s=request.budget_s,
-        env=agent_environment(request, home=layout.home, tmp=layout.tmp, gpus=gpus),
+        env=agent_environment(
+            request, home=layout.home, tmp=layout.tmp, gpus=gpus, layer=_layer(layout, request)
+        ),
         deadline=started + request.budget_s,
     )
     with open(layout.transcript, "ab") as transcript:
@@ -437,6 +442,16 @@ def _file_chunks(diff: str) -> list[str]:
 # --- environment and hardware --------------------------------------------------------------
 
 
+def _layer(layout: _Layout, request: AgentRequest) -> EnvironmentRef | None:
+    """A writable layer over the task's environment, in the agent's folder (removed with it):
+    an agent's ``pip install`` must not reach the environment every run of the task shares."""
+    if request.environment is None:
+        return None
+    from runners.env.overlay import overlay_environment
+
+    return overlay_environment(request.environment, layout.folder / "venv")
+
+
 def agent_environment(
     request: AgentRequest,
     *,
@@ -444,11 +459,15 @@ def agent_environment(
     tmp: Path,
     gpus: Sequence[int],
     base: Mapping[str, str] | None = None,
+    layer: EnvironmentRef | None = None,
 ) -> dict[str, str]:
     """The host's variables without credentials or probewatch settings, the ones the evaluator
-    passes on purpose (never a ``PROBEWATCH_`` one), HOME, TMPDIR and the task's GPUs."""
+    passes on purpose (never a ``PROBEWATCH_`` one), the task's environment (its layer's
+    variables), HOME, TMPDIR and the task's GPUs."""
     host = os.environ if base is None else base
     env = scrub_environment(host)
+    if layer is not None:
+        env.update(layer.env)
     chosen = {name: host[name] for name in request.pass_env if name in host}
     env.update({k: v for k, v in {**chosen, **request.env}.items() if not _is_service(k)})
     env.update(

@@ -56,7 +56,7 @@ from runners.agents import (
 )
 from runners.overlay import OverlayError
 from runners.patches import PatchError
-from runners.types import Backend, RunResult
+from runners.types import Backend, EnvironmentRef, RunResult
 from runners.workspace import WorkspaceError
 from task_registry.db import session_scope
 from task_registry.evaluation import get_or_create_submission, list_scores, set_submission_status
@@ -157,7 +157,7 @@ class TaskJob:
         baseline = self._baseline(grader)
         if _needs_agent(stored):
             self.tracker.emit(Stage.agent, task.instance_id)
-            outcome = self._run_agent(task, setup)
+            outcome = self._run_agent(task, setup, grader.environment)
             if outcome.outcome in (AgentOutcome.cannot_start, AgentOutcome.unschedulable):
                 return self._fault(task, stored, outcome.detail, agent_side=True, agent=outcome)
             stored = self._store_agent(stored, outcome)
@@ -183,7 +183,9 @@ class TaskJob:
         with self.session() as session:
             return record_golden(session=session, grader=grader, result=result)
 
-    def _run_agent(self, task: GradingTask, setup: RepoSetup) -> AgentResult:
+    def _run_agent(
+        self, task: GradingTask, setup: RepoSetup, environment: EnvironmentRef | None
+    ) -> AgentResult:
         request = AgentRequest(
             repo=setup.mirror,
             base_commit=task.base_commit,
@@ -194,6 +196,7 @@ class TaskJob:
             hardware=task.hardware,
             pass_env=self.request.pass_env,
             label=f"{self.agent.name}-{task.instance_id}",
+            environment=environment,
         )
         return run_agent(request, root=self.agent_root, keep=self.keep_agent_trees)
 
