@@ -18,7 +18,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from probewatch.errors import ConfigError
 
 if TYPE_CHECKING:
-    from pr_miner.sources.github_client import GitHubClientConfig
+    from probewatch.github import GitHubClientConfig
 
 DEFAULT_HOME = Path("~/.probewatch")
 GITHUB_API_URL = "https://api.github.com"
@@ -121,7 +121,7 @@ class Settings(BaseSettings):
 
     def github_client_config(self) -> GitHubClientConfig:
         """How every GitHub client is made, for the miner's ``mine --github`` and the bot."""
-        from pr_miner.sources.github_client import GitHubClientConfig
+        from probewatch.github import GitHubClientConfig
 
         return GitHubClientConfig(
             token=self.github_token,

@@ -38,10 +38,6 @@ class GitFailed(SourceError):
     pass
 
 
-class GitHubTokenMissing(SourceError):
-    pass
-
-
 class GitHubAuthFailed(SourceError):
     pass
 

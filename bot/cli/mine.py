@@ -117,8 +117,8 @@ def _source(context: AppContext, repo: str, git: Path | None, branch: str) -> PR
 
     if git is not None:
         return GitSource(git, branch)
-    from pr_miner.sources.github_client import make_client
     from pr_miner.sources.github_source import GitHubSource
+    from probewatch.github import make_client
 
     return GitHubSource(make_client(context.settings.github_client_config()), repo, branch)
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from probewatch.errors import RunnerError
 from runners.backends.placement import describe_capacity, describe_hardware, fits, unschedulable
@@ -144,33 +144,6 @@ class DispatchError(RunnerError):
     def __init__(self, fault: Fault) -> None:
         super().__init__(fault.detail)
         self.fault = fault
-
-
-def make_github(
-    base_url: str,
-    token: str,
-    *,
-    retries: int = 5,
-    max_wait_s: float = 120.0,
-    timeout_s: int = 30,
-    **options: Any,
-) -> github.Github:
-    """A PyGithub client whose retry absorbs rate limits and 5xx, waiting ``max_wait_s`` at most.
-
-    ``options`` go to :class:`github.Github` as they are (e.g. request spacing).
-    """
-    import github
-
-    retry = github.GithubRetry(
-        total=retries,
-        backoff_factor=1.0,
-        secondary_rate_wait=min(60.0, max_wait_s),
-        max_rate_limit_wait=max_wait_s,
-        retry_after_max=math.ceil(max_wait_s),
-    )
-    return github.Github(
-        base_url=base_url, auth=github.Auth.Token(token), retry=retry, timeout=timeout_s, **options
-    )
 
 
 def origin_repository(repo: Path) -> str:

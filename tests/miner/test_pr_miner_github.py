@@ -13,7 +13,6 @@ from sqlmodel import Session, select
 from pr_miner.config import MiningConfig
 from pr_miner.errors import (
     GitHubAuthFailed,
-    GitHubTokenMissing,
     GitHubUnavailable,
     NotMerged,
     QuotaExhausted,
@@ -21,8 +20,8 @@ from pr_miner.errors import (
 )
 from pr_miner.mining import mine, mine_pull
 from pr_miner.report import MiningReport
-from pr_miner.sources.github_client import GitHubClientConfig, make_client
 from pr_miner.sources.github_source import STAYS, GitHubCursor, GitHubSource
+from probewatch.github import GitHubClientConfig, GitHubTokenMissing, make_client
 from task_registry.models import CandidatePR
 from task_registry.repos import find_repo, get_cursor
 from task_registry.types import CursorSource

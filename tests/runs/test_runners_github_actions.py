@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from probewatch.github import GitHubClientConfig, make_client
 from runners.backends import remote
 from runners.backends.github_actions import (
     CONCLUSION_FAULTS,
@@ -31,7 +32,6 @@ from runners.backends.github_actions import (
     Input,
     PollPolicy,
     job_timeout_minutes,
-    make_github,
     origin_repository,
     parse_results_zip,
 )
@@ -166,13 +166,15 @@ def backend_for(
     max_wait_s: float = 5.0,
     **options: object,
 ) -> GitHubActionsBackend:
-    client = make_github(
-        emulator.base_url,
-        "t",
+    config = GitHubClientConfig(
+        token="t",
+        base_url=emulator.base_url,
         max_wait_s=max_wait_s,
-        seconds_between_requests=None,
+        backoff_factor=1.0,
         seconds_between_writes=None,
+        long_waits="cap",  # following a CI run, a long Retry-After is waited out to the cap
     )
+    client = make_client(config)
     timing: dict = {}
     if time_source is not None:
         timing = {"clock": time_source.clock, "sleep": time_source.sleep}

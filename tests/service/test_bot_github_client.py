@@ -14,7 +14,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from bot.service.github.client import GitHubAuthError, GitHubClients
-from pr_miner.sources.github_client import make_client, redact
+from probewatch.github import make_client, redact
 from tests.bot_support import REPO, bot_settings
 from tests.github_emulator import GitHubEmulator
 

@@ -17,8 +17,8 @@ from pathlib import Path
 from github import Auth, Github, GithubException, GithubIntegration
 
 from bot.settings import Settings
-from pr_miner.sources.github_client import make_client, make_integration
 from probewatch.errors import ConfigError
+from probewatch.github import make_client, make_integration
 
 
 class GitHubAuthError(ConfigError):
