@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING
 
 from sqlmodel import Session
 
-from bot.repos import mining_config, mirror_of
+from bot.repos import mining_config, mirror_of, validation_backend
 from bot.settings import Settings
-from bot.watchfile import WatchedRepo
+from bot.watchfile import WatchedRepo, WatchFile
 from task_registry.candidates import find_candidate
 from task_registry.models import CandidatePR
 from task_registry.repos import find_repo, get_cursor
@@ -106,6 +106,7 @@ def ensure_task(
     *,
     engine: Engine,
     watched: WatchedRepo,
+    watch: WatchFile,
     number: int,
     settings: Settings,
     repo_settings: RepoSettings,
@@ -120,8 +121,8 @@ def ensure_task(
     against the PR's own tests, and the survivors are the report's evidence.
     """
     from probe_builder.pipeline import build_task, validate_task
-    from runners.backends.local import LocalBackend
     from runners.mirrors import ensure_commit
+    from runners.types import Hardware
     from task_registry.db import session_scope
 
     instance = instance_id_for(watched.name, number)
@@ -139,12 +140,17 @@ def ensure_task(
     root = settings.home / "runs"
     if task is None:
         build_task(engine=engine, instance_id=instance, mirror=mirror, settings=repo_settings)
+    with session_scope(engine) as session:
+        built = find_task(session=session, instance_id=instance)
+        assert built is not None
+        hardware = Hardware(built.gpus, built.gpu_type)
+    backend = validation_backend(settings, watch, watched.name, hardware, cpu_slots=None)
     validate_task(
         engine=engine,
         instance_id=instance,
         mirror=mirror,
         settings=repo_settings,
-        backend=LocalBackend(workspace_root=root),
+        backend=backend,
         workspace_root=root,
     )
     return "built and validated" if task is None else "validated"

@@ -6,8 +6,10 @@ validation, agent runs and grading (:func:`run_settings`): the test globs the ta
 is split with, the setup commands, where each test runs (:func:`hardware_rules`),
 and how each task's environment is built on this runner, with the runner's own pins
 (:func:`runner_pins`: ``PROBEWATCH_RUNNER_OVERRIDES`` and ``_FIND_LINKS``, else the
-watch file's ``[runner]`` table); and where its history is (:func:`mirror_of`: the
-watch file's local clone, else a mirror the service clones and fetches itself).
+watch file's ``[runner]`` table); where its history is (:func:`mirror_of`: the
+watch file's local clone, else a mirror the service clones and fetches itself); and
+where a task is validated (:func:`validation_backend`: this host, or a GPU pool of
+self-hosted runners when the task's tests need GPUs this host lacks).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot.settings import Settings
-from bot.watchfile import TestConventions, WatchedRepo, WatchFile
+from bot.watchfile import GpuPool, TestConventions, WatchedRepo, WatchFile
 from probewatch.testfiles import DEFAULT_TEST_GLOBS
 from runners.types import HardwareRules
 
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
     from pr_miner.config import MiningConfig
     from probe_builder.pipeline import RepoSettings
     from runners.env import RunnerOverrides
+    from runners.types import Backend, Hardware
 
 
 def mining_config(watched: WatchedRepo | None) -> MiningConfig:
@@ -106,3 +109,38 @@ def mirror_of(watched: WatchedRepo, settings: Settings) -> Path:
         else watched.url or GITHUB_CLONE_URL.format(name=watched.name)
     )
     return ensure_mirror(source, settings.home, watched.name)
+
+
+def validation_backend(
+    settings: Settings, watch: WatchFile, repo: str, hardware: Hardware, *, cpu_slots: int | None
+) -> Backend:
+    """Where a task needing ``hardware`` is validated: this host when it can run all of it;
+    else the smallest GPU pool of the watch file's ``[runner]`` table that can (its runners
+    build the task's environment from the request's spec); else this host, where the tests
+    needing GPUs wait."""
+    from runners.backends.local import LocalBackend
+    from runners.backends.placement import fits, place
+
+    local = LocalBackend(workspace_root=settings.home / "runs", cpu_slots=cpu_slots)
+    if fits(local.capacity(), hardware) or not watch.runner.pools:
+        return local
+    pools = [actions_backend(pool, settings, repo) for pool in watch.runner.pools]
+    return place(hardware, pools).backend or local
+
+
+def actions_backend(pool: GpuPool, settings: Settings, repo: str) -> Backend:
+    """The GitHub Actions backend of one pool; its runs check out ``repo`` upstream."""
+    from probewatch.github import make_client
+    from runners.backends.github_actions import ActionsPool, GitHubActionsBackend
+
+    config = settings.github_client_config().model_copy(update={"long_waits": "cap"})
+    actions = ActionsPool(
+        workflow_repo=pool.workflow_repo,
+        labels=tuple(pool.labels),
+        gpus=pool.gpus,
+        gpu_type=pool.gpu_type,
+        slots=pool.slots,
+        ref=pool.ref,
+        name=pool.name,
+    )
+    return GitHubActionsBackend(make_client(config), actions, repository_of=lambda _: repo)

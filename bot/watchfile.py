@@ -44,12 +44,27 @@ class TestConventions(_Strict):
     default_gpus: int = Field(default=0, ge=0, description="GPUs a test needs unless marked.")
 
 
+class GpuPool(_Strict):
+    """Self-hosted GitHub Actions runners that take the tasks needing GPUs this host lacks:
+    runs are dispatched to ``workflow_repo``'s probewatch-run workflow on ``labels``."""
+
+    name: str = Field(min_length=1)
+    workflow_repo: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+$")
+    labels: list[str] = Field(default_factory=lambda: ["self-hosted", "linux", "gpu"])
+    gpus: int = Field(ge=1)
+    gpu_type: str | None = None
+    slots: int = Field(default=1, ge=1)
+    ref: str = "main"
+
+
 class RunnerPins(_Strict):
     """This host's own pins on every environment it builds (its torch build) and where their
-    wheels are; ``PROBEWATCH_RUNNER_OVERRIDES`` / ``_FIND_LINKS`` win over this table."""
+    wheels are (``PROBEWATCH_RUNNER_OVERRIDES`` / ``_FIND_LINKS`` win over this table), and
+    the GPU pools a task goes to when its tests need GPUs this host lacks."""
 
     overrides: list[str] = Field(default_factory=list)
     find_links: list[Path] = Field(default_factory=list)
+    pools: list[GpuPool] = Field(default_factory=list)
 
 
 class AutoAccept(_Strict):

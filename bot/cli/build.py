@@ -168,14 +168,23 @@ def validate(
 ) -> None:
     """Run the acceptance protocol (golden x3, snapshot, hollow, adversarials) and store it."""
     from bot.authoring import configured_author
-    from probe_builder.pipeline import load_probe_folder, validate_task
-    from runners.backends.local import LocalBackend
+    from bot.repos import validation_backend
+    from probe_builder.pipeline import load_probe_folder, parse_instance_id, validate_task
+    from runners.types import Hardware
+    from task_registry.tasks import get_task
 
     context = app_context(ctx)
     settings, watched = repo_settings(context, instance)
     mirror = _mirror(git, watched, instance)
     root = context.settings.home / RUNS_FOLDER
     engine = context.checked_engine()
+    with context.session() as session:
+        task = get_task(session=session, instance_id=instance)
+        hardware = Hardware(task.gpus, task.gpu_type)
+    repo, _ = parse_instance_id(instance)
+    backend = validation_backend(
+        context.settings, context.watch_file(), repo, hardware, cpu_slots=cpu_slots
+    )
     with _progress(f"validating {instance}") as show:
         chosen = load_probe_folder(probes) if probes is not None else None
         result = validate_task(
@@ -184,7 +193,7 @@ def validate(
             instance_id=instance,
             mirror=mirror,
             settings=settings,
-            backend=LocalBackend(workspace_root=root, cpu_slots=cpu_slots),
+            backend=backend,
             workspace_root=root,
             probes=chosen,
             use_coverage=not no_coverage,

@@ -30,7 +30,7 @@ from pathlib import Path, PurePosixPath
 
 from probewatch.errors import BuildError
 from probewatch.testfiles import is_pytest_module
-from runners.execute import execute
+from runners.execute import TreeRunner, execute
 from runners.testrun.faults import DEFAULT_RETRIES
 from runners.types import (
     Backend,
@@ -414,8 +414,9 @@ class SurvivorReport:
 def golden_baseline(
     spec: TaskRunSpec, runner: ControlRunner, *, use_coverage: bool = True
 ) -> GoldenBaseline:
-    """One golden run of the original tests, with line coverage when asked for."""
-    if not use_coverage:
+    """One golden run of the original tests, with line coverage when asked for and the
+    backend runs on this host (the data file must be readable here)."""
+    if not use_coverage or not isinstance(runner.backend, TreeRunner):
         run = runner.run(_golden_job(spec, {}))
         return GoldenBaseline(run, run.result.passed, None)
     runner.workspace_root.mkdir(parents=True, exist_ok=True)

@@ -135,11 +135,12 @@ def mine_pr(ctx: JobContext, job: PRPayload) -> dict[str, Any]:
 
 
 def build_report(ctx: JobContext, job: PRPayload) -> dict[str, Any]:
-    watched = ctx.watched(job.repo)
-    repo_settings = run_settings(watched, settings=ctx.settings, watch=ctx.app.watch_file())
+    watched, watch = ctx.watched(job.repo), ctx.app.watch_file()
+    repo_settings = run_settings(watched, settings=ctx.settings, watch=watch)
     built = ensure_task(
         engine=ctx.app.engine,
         watched=watched,
+        watch=watch,
         number=job.number,
         settings=ctx.settings,
         repo_settings=repo_settings,
