@@ -24,6 +24,10 @@ DEFAULT_REQUIREMENT_FILES = ("requirements*.txt",)
 # The harness needs pytest in every environment, and pip for per-run setup commands
 # (``pip install --no-deps -e .`` into a run's overlay); both resolved in the PR's era.
 HARNESS_REQUIREMENTS = ("pytest", "pip")
+# Wanted, not needed: coverage.py gives the golden run's line data (without it every
+# adversarial runs all the PR's tests). An era whose coverage.py cannot be built for this
+# interpreter (no wheel, a build backend the era lacks) gets an environment without it.
+OPTIONAL_HARNESS = ("coverage",)
 # Packages that must come from a runner override, never fresh from the index: a CUDA
 # build of torch is gigabytes and pulls nvidia-* wheels with it, and torchvision or
 # torchaudio built for another torch fail at import ("operator torchvision::nms does
@@ -89,6 +93,7 @@ class RunnerOverrides:
     requirements: tuple[str, ...] = ()
     find_links: tuple[Path, ...] = ()
     harness: tuple[str, ...] = HARNESS_REQUIREMENTS
+    optional: tuple[str, ...] = ()  # wanted if the era allows (prepare_environment asks)
     allow_index: tuple[str, ...] = ()  # guarded packages the index may supply after all
 
     def overridden_names(self) -> frozenset[str]:

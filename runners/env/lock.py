@@ -92,7 +92,7 @@ def resolve(
     exclude_newer: datetime | None = None,
 ) -> Lock:
     """Pin ``requirements`` and the harness for ``python`` as the index was at ``exclude_newer``."""
-    wanted = tuple(dict.fromkeys([*requirements, *overrides.harness]))
+    wanted = tuple(dict.fromkeys([*requirements, *overrides.harness, *overrides.optional]))
     era = era_timestamp(exclude_newer) if exclude_newer else None
     with tempfile.TemporaryDirectory(prefix="probewatch-lock-") as tmp:
         args = _compile_args(Path(tmp), wanted, python, overrides, era)

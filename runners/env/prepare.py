@@ -24,7 +24,8 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from runners.env.build import BuildResult, ensure_environment, environment_ref, record_repairs
-from runners.env.config import EnvHome, RepoEnvConfig, RunnerOverrides
+from runners.env.config import OPTIONAL_HARNESS, EnvHome, RepoEnvConfig, RunnerOverrides
+from runners.env.errors import EnvError
 from runners.env.lock import Lock, ResolutionError, resolve
 from runners.env.manifest import Dropped, Provenance, Repair, RepairOutcome
 from runners.env.repair import (
@@ -57,6 +58,7 @@ class EnvRequest:
     python: Path | None = None  # base interpreter; None: the one running this code
     repo_name: str = ""
     max_repair_rounds: int = DEFAULT_REPAIR_ROUNDS
+    optional: tuple[str, ...] = OPTIONAL_HARNESS  # added when the era can build them
 
 
 @dataclass(frozen=True)
@@ -98,6 +100,7 @@ class _Job:
 
     def __init__(self, request: EnvRequest, home: EnvHome, uv: Uv) -> None:
         self.request, self.home, self.uv = request, home, uv
+        self.overrides = replace(request.overrides, optional=request.optional)
         self.python = request.python or Path(sys.executable)
         inputs = read_requirements(request.repo, request.commit, request.config)
         self.provenance = _provenance(request, inputs)
@@ -109,11 +112,21 @@ class _Job:
             requirements,
             python=self.python,
             uv=self.uv,
-            overrides=self.request.overrides,
+            overrides=self.overrides,
             exclude_newer=self.request.merge_time,
         )
 
     def build(self) -> None:
+        try:
+            self._build()
+        except EnvError:
+            if not self.overrides.optional:
+                raise
+            # The harness's optional part does not fit this era: build without it.
+            self.overrides = replace(self.overrides, optional=())
+            self._build()
+
+    def _build(self) -> None:
         self.lock = self.resolve(self.state.requirements())
         self.result = ensure_environment(
             self.lock, self.home, self.uv, provenance=self.provenance, repairs=self.state.repairs
