@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -181,3 +182,21 @@ def test_only_names_missing_from_installed_packages_are_read(
     output: str, found: list[tuple[str, str]]
 ) -> None:
     assert missing_names(output) == found
+
+
+def test_the_harness_takes_coverage_when_the_era_has_it_and_builds_without_it_otherwise(
+    tmp_path: Path, env_home: EnvHome, uv: Uv
+) -> None:
+    repo, commit = make_repo(
+        tmp_path / "r",
+        {"requirements.txt": "six\n", "tests/test_x.py": "def test_x():\n    pass\n"},
+    )
+    request = EnvRequest(repo=repo, commit=commit, merge_time=ERA, tests=("tests",))
+    wanted = prepare_environment(request, env_home, uv)
+    assert (wanted.lock.pin_of("coverage") or "").startswith("coverage==")
+
+    # An optional part the era cannot supply costs the survivor search its line data, not the build.
+    unavailable = replace(request, optional=("no-such-distribution-probewatch",))
+    without = prepare_environment(unavailable, env_home, uv)
+    assert without.lock.pin_of("no-such-distribution-probewatch") is None
+    assert without.lock.pin_of("six") and without.collection is not None and without.collection.ok
