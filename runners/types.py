@@ -50,6 +50,7 @@ class FaultKind(StrEnum):
     harness_timeout = "harness_timeout"
     gpus_absent = "gpus_absent"  # a run asked for GPUs its runner turned out not to have
     needs_gpu = "needs_gpu"  # a test needs CUDA GPUs and this runner offers none
+    unset_variable = "unset_variable"  # a test reads an environment variable the run lacks
     disk_full = "disk_full"
     network = "network"
     internal = "internal"

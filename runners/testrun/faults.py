@@ -105,6 +105,15 @@ SIGNATURES: tuple[Signature, ...] = (
         "the test needs CUDA GPUs and this runner offers none (or no driver)",
         retryable=False,
     ),
+    # A variable the repository's CI sets (``os.environ["ROLLOUT_NAME"]``) and this run lacks:
+    # the junit reader marks a KeyError the os module raised.
+    _sig(
+        FaultKind.unset_variable,
+        r"KeyError: '(?P<variable>[^']+)'.*\[os\.environ\]",
+        "the test reads the environment variable {variable}, which this run does not set "
+        "(the repository's CI sets it): give it in the watch file's [repo.tests] env",
+        retryable=False,
+    ),
     _sig(
         FaultKind.docker,
         r"Cannot connect to the Docker daemon|Error response from daemon"
@@ -179,8 +188,7 @@ def classify(log: str, exit_status: int | None, *, home: str | None = None) -> F
     for signature in SIGNATURES:
         evidence = _evidence(signature, log, exit_status)
         if evidence is not None:
-            detail = signature.explanation.format(asset=_from_home(missing_asset(log), home))
-            return Fault(signature.kind, f"{detail} [{evidence}]", signature.retryable)
+            return _fault(signature, log, evidence, home)
     return None
 
 
@@ -194,9 +202,17 @@ def message_fault(message: str | None, *, home: str | None = None) -> Fault | No
             continue
         evidence = _evidence(signature, message, None)
         if evidence is not None:
-            detail = signature.explanation.format(asset=_from_home(missing_asset(message), home))
-            return Fault(signature.kind, f"{detail} [{evidence}]", signature.retryable)
+            return _fault(signature, message, evidence, home)
     return None
+
+
+def _fault(signature: Signature, log: str, evidence: str, home: str | None) -> Fault:
+    """The fault ``signature`` names, its explanation filled in from the log: the missing
+    asset, or what the pattern's named groups caught (the unset variable)."""
+    match = signature.pattern.search(log) if signature.pattern else None
+    named = {k: v for k, v in (match.groupdict() if match else {}).items() if v is not None}
+    detail = signature.explanation.format(asset=_from_home(missing_asset(log), home), **named)
+    return Fault(signature.kind, f"{detail} [{evidence}]", signature.retryable)
 
 
 def _evidence(signature: Signature, log: str, exit_status: int | None) -> str | None:

@@ -12,6 +12,7 @@ a last resort, by finding the module among the files under ``root``.
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
@@ -35,6 +36,11 @@ _SEVERITY = (
     TestStatus.skipped,
 )
 _XFAIL_TYPE = "pytest.xfail"
+# A traceback's location lines: ``path:line: in function`` (--tb=short) or
+# ``path:line: Error`` (--tb=long). A KeyError raised inside ``os.environ`` ends in the os module.
+_LOCATION = re.compile(r"^(?P<path>[^\s:][^:\n]*):\d+: (?:in \w+|\w+)\s*$", re.MULTILINE)
+_OS_MODULE = re.compile(r"^(?:<frozen os>|.*[\\/]os\.py)$")
+ENVIRON_MARK = "[os.environ]"
 
 
 class JunitError(RunnerError, ValueError):
@@ -117,20 +123,30 @@ def _status(element: ET.Element, marked: str | None) -> tuple[TestStatus, str | 
 
 
 def _message(child: ET.Element | None) -> str | None:
-    """The skip reason, or the failure's summary plus the last ``E`` line of its traceback."""
+    """The skip reason, or the failure's summary plus the last ``E`` line of its traceback;
+    a KeyError that ``os.environ`` raised (a variable the run lacks) is marked as such."""
     if child is None:
         return None
     text = child.get("message") or ""
     if child.tag != "skipped":
-        detail = _last_error_line(child.text or "")
+        body = child.text or ""
+        detail = _last_error_line(body)
         if detail and detail not in text:
             text = f"{text}: {detail}" if text else detail
+        if detail.startswith("KeyError: ") and _raised_in_os(body):
+            text = f"{text[: MESSAGE_LIMIT - len(ENVIRON_MARK) - 1]} {ENVIRON_MARK}"
     return text[:MESSAGE_LIMIT] or None
 
 
 def _last_error_line(body: str) -> str:
     errors = [line[1:].strip() for line in body.splitlines() if line.startswith("E ")]
     return errors[-1] if errors else body.strip().rpartition("\n")[2]
+
+
+def _raised_in_os(body: str) -> bool:
+    """Whether the traceback's last frame is the os module (``os.environ[...]``)."""
+    locations = _LOCATION.findall(body)
+    return bool(locations) and bool(_OS_MODULE.match(locations[-1]))
 
 
 def node_id_of(element: ET.Element, root: Path | None = None) -> str:

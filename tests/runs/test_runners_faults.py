@@ -36,6 +36,10 @@ ROWS = [
     ),
     ("RuntimeError: No CUDA GPUs are available", "skipped: the CUDA GPUs are not needed here"),
     (
+        "failed on setup with \"KeyError: 'ROLLOUT_NAME'\"" + " [os.environ]",
+        "KeyError: 'ROLLOUT_NAME'",  # a KeyError of the test's own: junit marks no os frame
+    ),
+    (
         "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?",
         "see the docker build instructions in the README",
     ),
@@ -80,6 +84,14 @@ def test_each_signature_matches_its_log_and_not_its_near_miss(
     fault = classify(f"collected 3 items\n{matching}\n1 failed", 1)
     assert fault is not None and fault.kind is SIGNATURES[index].kind
     assert classify(f"collected 3 items\n{near_miss}\n1 failed", 1) is None
+
+
+def test_the_unset_variable_is_named_with_the_fix() -> None:
+    fault = message_fault("failed on setup with \"KeyError: 'ROLLOUT_NAME'\" [os.environ]")
+    assert fault is not None and fault.kind is FaultKind.unset_variable
+    assert (
+        "environment variable ROLLOUT_NAME" in fault.detail and "[repo.tests] env" in fault.detail
+    )
 
 
 def test_the_matching_line_is_the_evidence() -> None:

@@ -77,6 +77,36 @@ def test_skip_reasons_and_failure_messages_are_kept(tmp_path: Path) -> None:
     assert "No module named" in results["tests/test_broken.py"].message  # type: ignore[attr-defined]
 
 
+ENVIRON_MODULE = """
+import os
+
+
+def test_reads_the_ci_variable():
+    assert os.environ["PROBEWATCH_UNSET_CI_VARIABLE"]
+
+
+def test_reads_its_own_dict():
+    assert {}["PROBEWATCH_UNSET_CI_VARIABLE"]
+"""
+
+
+@pytest.mark.parametrize("traceback", ["--tb=short", "--tb=long"])
+def test_a_key_error_of_os_environ_is_marked_and_one_of_the_tests_own_is_not(
+    tmp_path: Path, traceback: str
+) -> None:
+    (tmp_path / "test_environ.py").write_text(ENVIRON_MODULE)
+    report = tmp_path / "report.xml"
+    argv = [sys.executable, "-m", "pytest", f"--junitxml={report}", traceback, "test_environ.py"]
+    subprocess.run(argv, cwd=tmp_path, capture_output=True, check=False)
+    results = by_id(parse_junit_file(report, root=tmp_path))
+    environ = results["test_environ.py::test_reads_the_ci_variable"].message  # type: ignore[attr-defined]
+    own = results["test_environ.py::test_reads_its_own_dict"].message  # type: ignore[attr-defined]
+    assert "KeyError: 'PROBEWATCH_UNSET_CI_VARIABLE'" in environ and environ.endswith(
+        junit.ENVIRON_MARK
+    )
+    assert "KeyError" in own and junit.ENVIRON_MARK not in own
+
+
 def test_probes_are_flagged_by_file(tmp_path: Path) -> None:
     results = parse_junit_file(session_report(tmp_path), root=tmp_path, probes=(MODULE,))
     assert {r.node_id for r in results if r.is_probe} == set(expected_ids()) | {
