@@ -92,6 +92,7 @@ def run_settings(
         setup_commands=tuple(watched.setup_commands),
         hardware=hardware_rules(watched.tests),
         environment=plan,
+        env=dict(watched.tests.env),
     )
 
 

@@ -42,6 +42,10 @@ class TestConventions(_Strict):
     cpu_marker: str | None = Field(default=None, description="pytest marker of CPU-only tests.")
     gpu_paths: list[str] = Field(default_factory=list, description="Test paths that need GPUs.")
     default_gpus: int = Field(default=0, ge=0, description="GPUs a test needs unless marked.")
+    env: dict[str, str] = Field(
+        default_factory=dict,
+        description="Variables every test run gets, as the repository's CI sets them.",
+    )
 
 
 class GpuPool(_Strict):

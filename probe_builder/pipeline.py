@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import tomllib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -46,6 +46,7 @@ from probe_builder.adversarial.survivors import (
     SearchStats,
     TaskRunSpec,
     WaitingForGpu,
+    golden_failures,
 )
 from probe_builder.authors.base import Author, AuthorError, AuthorRequest
 from probe_builder.environment import (
@@ -137,6 +138,7 @@ class RepoSettings:
     setup_commands: tuple[str, ...] = ()
     hardware: HardwareRules = field(default_factory=HardwareRules)
     environment: EnvironmentPlan | None = None  # None: this interpreter (the demo)
+    env: Mapping[str, str] = field(default_factory=dict)  # variables the repository's CI sets
     timeout_per_test_s: float | None = 300.0
     timeout_run_s: float = 3600.0
 
@@ -305,6 +307,7 @@ def run_spec(
         original_tests=tests,
         removed_tests=tuple(f.old_path or f.path for f in files if f.is_deleted),
         setup_commands=settings.setup_commands,
+        env=dict(settings.env),
         environment=environment,
         hardware=task_hardware(here),
         timeout_per_test_s=settings.timeout_per_test_s,
@@ -437,7 +440,14 @@ def validation_fingerprint(
         "adversarials": [[a.id, a.patch] for a in stored.adversarials],
         "probes": sorted([p.path, p.content, str(p.promise_category)] for p in probes),
         "environment": stored.lock_hash if settings.environment is not None else "host",
-        "settings": repr((settings.setup_commands, settings.hardware, settings.test_globs)),
+        "settings": repr(
+            (
+                settings.setup_commands,
+                settings.hardware,
+                settings.test_globs,
+                sorted(settings.env.items()),
+            )
+        ),
         "limits": [settings.timeout_per_test_s, settings.timeout_run_s],
         "capacity": [capacity.gpus, capacity.gpu_type],
         "protocol": [author.name if author else None, max_rounds, use_coverage],
@@ -523,12 +533,26 @@ def validation_notes(report: AcceptanceReport, stored: StoredTask) -> list[str]:
         f"{stats.naive_test_executions} test execution(s); "
         f"coverage {'used' if stats.coverage_used else 'not available'})"
     )
+    notes += _golden_failures(report)
     notes += _unmatched_survivors(report, stored.table)
     kept = {o.probe.path: o.probe.content for o in report.accepted_probes}
     if kept:
         leaks = check_leaks(stored.statement, golden_code=[], contract=stored.contract, probes=kept)
         notes += [f"statement leaks a probe: {f.message}" for f in leaks.findings]
     return [VALIDATION_NOTE + note for note in notes]
+
+
+def _golden_failures(report: AcceptanceReport, shown: int = 3) -> list[str]:
+    """The PR's own tests that fail with the golden patch on this runner: said, not dropped."""
+    failing = golden_failures(report.search.golden.run.result)
+    if not failing:
+        return []
+    listed = "; ".join(f"{node} ({why[:160]})" for node, why in list(failing.items())[:shown])
+    more = f"; and {len(failing) - shown} more" if len(failing) > shown else ""
+    return [
+        f"{len(failing)} of the PR's tests fail with the golden patch here and judge no "
+        f"adversarial: {listed}{more}"
+    ]
 
 
 def _naive_basis(stats: SearchStats) -> str:

@@ -210,6 +210,7 @@ class Grader:
             hardware=self.task.hardware,
             timeout_per_test_s=settings.timeout_per_test_s,
             timeout_run_s=settings.timeout_run_s,
+            env=dict(settings.env),
             label=label,
         )
 

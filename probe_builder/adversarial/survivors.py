@@ -84,6 +84,7 @@ class TaskRunSpec:
     original_tests: Mapping[str, str]
     removed_tests: tuple[str, ...] = ()  # test files the PR deletes: removed from the tree
     setup_commands: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)  # every run's variables (the CI's)
     environment: EnvironmentRef | None = None
     hardware: Hardware = field(default_factory=Hardware)
     timeout_per_test_s: float | None = 300.0
@@ -121,7 +122,7 @@ class TaskRunSpec:
             hardware=self.hardware,
             timeout_per_test_s=self.timeout_per_test_s,
             timeout_run_s=self.timeout_run_s,
-            env=dict(env or {}),
+            env={**self.env, **(env or {})},
             label=label,
         )
 
@@ -516,6 +517,18 @@ def machine_failures(result: RunResult) -> dict[str, str]:
             found[path] = _fault_reason(faulted[0])
         else:
             found.update({t.node_id: _fault_reason(t) for t in faulted})
+    return found
+
+
+def golden_failures(result: RunResult) -> dict[str, str]:
+    """Original tests that fail with the golden patch here, the machine not to blame as far as
+    their messages show (a test that needs what its neighbour left behind, a fixture that
+    wants the CI's data): no variant is judged on them. Each with its first message line."""
+    found = {}
+    for test in result.tests:
+        if test.status in FAILING and test.fault is None and not test.is_probe:
+            lines = (test.message or "").strip().splitlines()
+            found[test.node_id] = f"{test.status}: {lines[0] if lines else 'no message'}"
     return found
 
 

@@ -140,3 +140,71 @@ def test_a_convention_that_asks_for_a_gpu_keeps_the_test_off_this_runner(
     assert not any(t.startswith(GPU_TEST) for t in ran)  # never even tried here
     (waiting,) = result.table.waiting
     assert waiting.path == GPU_TEST and why in waiting.reason and waiting.needs_gpu
+
+
+CI_TEST = "tests/test_cache_flavour.py"
+READS_A_CI_VARIABLE = """
+import os
+
+import pytest
+
+from pkg.cache import Cache
+
+
+@pytest.fixture
+def flavour():
+    return os.environ["MEMO_CACHE_FLAVOUR"]
+
+
+def test_lookup_in_the_ci_flavour(flavour):
+    assert flavour == "lru"
+    assert Cache().lookup("a", str.upper) == "A"
+
+
+def test_a_missing_key_of_its_own_is_a_failure():
+    table = {}
+    assert table["MEMO_CACHE_FLAVOUR"]
+"""
+
+
+def test_a_variable_the_ci_sets_is_named_and_the_watch_file_gives_it(
+    sqlite_engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MEMO_CACHE_FLAVOUR", raising=False)
+    pr = accepted_pr(sqlite_engine, tmp_path, {CI_TEST: READS_A_CI_VARIABLE})
+    result = build_and_validate(sqlite_engine, pr, tmp_path / "without", settings())
+
+    (waiting,) = result.table.waiting  # the machine's fault, not the patch's: named
+    assert waiting.path == f"{CI_TEST}::test_lookup_in_the_ci_flavour"
+    assert waiting.reason.startswith(FaultKind.unset_variable)
+    assert "MEMO_CACHE_FLAVOUR" in waiting.reason and "[repo.tests] env" in waiting.reason
+    assert not waiting.needs_gpu
+    # A KeyError of the test's own dict is a failure on its merits, said in the notes.
+    (failing,) = [n for n in result.table.notes if "fail with the golden patch here" in n]
+    assert f"{CI_TEST}::test_a_missing_key_of_its_own_is_a_failure" in failing
+    assert "test_lookup_in_the_ci_flavour" not in failing
+
+    given = RepoSettings(**{**vars(settings()), "env": {"MEMO_CACHE_FLAVOUR": "lru"}})
+    again = validate_task(
+        engine=sqlite_engine,
+        instance_id=INSTANCE,
+        mirror=pr.repo,
+        settings=given,
+        backend=LocalBackend(workspace_root=tmp_path / "runs", cpu_slots=2, gpu_indices=()),
+        workspace_root=tmp_path / "runs",
+    )
+    assert not again.table.waiting  # the variable reached the run: the test ran and passed
+    with session_scope(sqlite_engine) as session:
+        task = get_task(session=session, instance_id=INSTANCE)
+        golden = max(
+            (
+                r
+                for r in list_validation_runs(session=session, task_id=task.id or 0)
+                if r.control == Control.golden and r.attempt == 0
+            ),
+            key=lambda r: r.id or 0,
+        )
+        outcomes = {
+            r.test_id: r.outcome for r in list_test_results(session=session, run_id=golden.id or 0)
+        }
+    assert outcomes[f"{CI_TEST}::test_lookup_in_the_ci_flavour"] == "passed"
