@@ -1,7 +1,7 @@
 """``probewatch build``, ``validate`` and ``show``: from an accepted candidate to a validated task.
 
 ``build INSTANCE`` derives the task from the candidate PR and a local mirror
-of its repository (``--git``, else the watch file's ``git``): patch split,
+of its repository (``--git``, else the one the service keeps): patch split,
 promises, assertion profile, contract, statement, hollow and adversarial
 patches. ``validate INSTANCE`` runs the acceptance protocol on this host
 with the probes in ``--probes DIR`` (or those already stored) and stores the
@@ -25,6 +25,7 @@ from bot.cli.common import app_context, console, err_console, fail
 
 if TYPE_CHECKING:
     from bot.context import AppContext
+    from bot.watchfile import WatchedRepo
     from probe_builder.pipeline import (
         BuildResult,
         ProgressEvent,
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 RUNS_FOLDER = "runs"  # under the home folder: the work trees of validation runs
 
 
-def repo_settings(context: AppContext, instance: str) -> tuple[RepoSettings, Path | None]:
+def repo_settings(context: AppContext, instance: str) -> tuple[RepoSettings, WatchedRepo | None]:
     """The repository's run settings and mirror from the watch file (``bot.repos``), or the
     defaults for a repository it does not list."""
     from bot.repos import run_settings
@@ -48,16 +49,23 @@ def repo_settings(context: AppContext, instance: str) -> tuple[RepoSettings, Pat
     watch = context.watch_file()
     watched = watch.find(repo)
     settings = run_settings(watched, settings=context.settings, watch=watch)
-    return settings, watched.git if watched else None
+    return settings, watched
 
 
-def _mirror(given: Path | None, watched: Path | None, instance: str) -> Path:
-    mirror = given or watched
-    if mirror is None:
-        fail(f"no local mirror for {instance}: pass --git PATH or set `git` in the watch file")
-    if not mirror.exists():
-        fail(f"the mirror {mirror} does not exist")
-    return mirror
+def _mirror(
+    context: AppContext, given: Path | None, watched: WatchedRepo | None, instance: str
+) -> Path:
+    """``--git``; else the watched repository's history as the service keeps it (its
+    ``git`` clone, or a bare mirror of its ``url`` under the home, cloned on first use)."""
+    from bot.repos import mirror_of
+
+    if given is not None:
+        if not given.exists():
+            fail(f"the mirror {given} does not exist")
+        return given
+    if watched is None:
+        fail(f"no mirror for {instance}: pass --git PATH, or watch the repository")
+    return mirror_of(watched, context.settings)
 
 
 @contextmanager
@@ -83,7 +91,8 @@ def build(
     ctx: typer.Context,
     instance: Annotated[str, typer.Argument(help="Instance id: OWNER__NAME-NUMBER.")],
     git: Annotated[
-        Path | None, typer.Option("--git", help="Local clone or mirror (default: watch file).")
+        Path | None,
+        typer.Option("--git", help="Local clone or mirror (default: the watched repository's)."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
 ) -> None:
@@ -93,7 +102,7 @@ def build(
 
     context = app_context(ctx)
     settings, watched = repo_settings(context, instance)
-    mirror = _mirror(git, watched, instance)
+    mirror = _mirror(context, git, watched, instance)
     engine = context.checked_engine()
     with _progress(f"building {instance}") as show:
         result = build_task(
@@ -152,7 +161,8 @@ def validate(
         ),
     ] = None,
     git: Annotated[
-        Path | None, typer.Option("--git", help="Local clone or mirror (default: watch file).")
+        Path | None,
+        typer.Option("--git", help="Local clone or mirror (default: the watched repository's)."),
     ] = None,
     cpu_slots: Annotated[
         int | None, typer.Option(min=1, help="Parallel CPU runs (default: half the cores).")
@@ -175,7 +185,7 @@ def validate(
 
     context = app_context(ctx)
     settings, watched = repo_settings(context, instance)
-    mirror = _mirror(git, watched, instance)
+    mirror = _mirror(context, git, watched, instance)
     root = context.settings.home / RUNS_FOLDER
     engine = context.checked_engine()
     with context.session() as session:

@@ -374,6 +374,26 @@ def probewatch(home: Path, *args: str):
     return result
 
 
+def test_a_watched_repository_builds_from_the_mirror_the_service_keeps(memo, tmp_path, monkeypatch):
+    from task_registry.db import make_engine, upgrade
+
+    home = tmp_path / "home"
+    home.mkdir()
+    engine = make_engine(f"sqlite:///{home / 'probewatch.db'}")
+    upgrade(engine)
+    add_candidate(engine, memo, decision=Decision.accepted)
+    engine.dispose()
+    watch = tmp_path / "watch.toml"
+    watch.write_text(
+        f'[[repo]]\nname = "acme/memo"\nurl = "file://{memo.repo}"\nenvironment = "host"\n'
+    )
+    monkeypatch.setenv("PROBEWATCH_WATCH_FILE", str(watch))
+
+    built = probewatch(home, "build", INSTANCE)  # no --git: cloned into the home on first use
+    assert built.exit_code == 0, built.stderr
+    assert (home / "mirrors").is_dir() and any((home / "mirrors").rglob("HEAD"))
+
+
 def test_build_validate_and_show_from_the_command_line(memo, tmp_path):
     import json
 
