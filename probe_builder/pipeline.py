@@ -22,7 +22,7 @@ import hashlib
 import json
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path, PurePosixPath
@@ -87,6 +87,7 @@ from runners.backends.placement import (
     fits,
     place_test,
 )
+from runners.env import Prepared
 from runners.types import Backend, Capacity, EnvironmentRef, Hardware, HardwareRules, Outcome
 from task_registry.coverage import CoverageTable
 from task_registry.db import session_scope
@@ -227,7 +228,21 @@ def build_task(
         fields["lock_hash"] = prepared.build.ref.lock_hash
     progress(ProgressEvent(Stage.store, f"storing {instance_id}"))
     with session_scope(engine) as session:
-        return store_build(session, candidate, fields, material)
+        result = store_build(session, candidate, fields, material)
+    if settings.environment is None:
+        return result
+    return replace(result, notes=(*result.notes, _environment_note(prepared)))
+
+
+def _environment_note(prepared: Prepared) -> str:
+    """What the task's environment took: built now (with its repairs) or found."""
+    ref = prepared.build.ref
+    done = f"built in {prepared.seconds:.0f}s" if prepared.builds else "found, built before"
+    added = [r.distribution for r in prepared.repairs if r.outcome == "added" and r.distribution]
+    repaired = f"; added {', '.join(added)} for the PR's tests" if added else ""
+    missing = ", ".join(sorted(ref.unavailable))
+    unavailable = f"; unavailable here: {missing}" if missing else ""
+    return f"environment {ref.lock_hash[:12]}: {done}{repaired}{unavailable}"
 
 
 def _task_fields(

@@ -78,10 +78,17 @@ def test_one_environment_per_task_serves_validation_the_agent_and_grading(
         timeout_run_s=300.0,
     )
 
-    build_task(engine=sqlite_engine, instance_id=INSTANCE, mirror=pr.repo, settings=settings)
+    built = build_task(
+        engine=sqlite_engine, instance_id=INSTANCE, mirror=pr.repo, settings=settings
+    )
     with session_scope(sqlite_engine) as session:
         lock_hash = get_task(session=session, instance_id=INSTANCE).lock_hash
     assert lock_hash and (env_home.env_dir(lock_hash) / "bin" / "python").exists()
+    assert any(n.startswith(f"environment {lock_hash[:12]}: ") for n in built.notes)
+    again = build_task(
+        engine=sqlite_engine, instance_id=INSTANCE, mirror=pr.repo, settings=settings
+    )
+    assert f"environment {lock_hash[:12]}: found, built before" in again.notes
     environments = sorted(e.lock_hash for e in list_environments(env_home))
 
     backend = LocalBackend(workspace_root=tmp_path / "runs", cpu_slots=2, gpu_indices=())
