@@ -13,7 +13,7 @@ Actions runner) gets the request and prepares the tree where it runs.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -60,6 +60,11 @@ from runners.workspace import Workspace, WorkspaceMode, workspace
 # tests passed or failed, the session was interrupted, nothing was collected,
 # or the plugin gave up on stuck tests (they are marked timeout).
 COMPLETED_EXITS = frozenset({0, 1, 2, 5, HARD_TIMEOUT_EXIT})
+# Tests that failed after a machine fault in their session are run again alone: at most
+# this many per run, each within its per-test limit (or ALONE_LIMIT_S) plus a grace.
+MAX_ALONE = 8
+ALONE_LIMIT_S = 300.0
+ALONE_GRACE_S = 60.0
 _FAILING = frozenset({TestStatus.failed, TestStatus.error, TestStatus.timeout})
 
 
@@ -110,9 +115,77 @@ def run_once(
             return RunResult(outcome=Outcome.refused, detail=str(exc))
         except PatchUnappliable as exc:
             return RunResult(outcome=Outcome.unappliable, detail=str(exc))
-        report = runner.run_tests(invocation_for(request, ws), request.hardware)
+        invocation = invocation_for(request, ws)
+        report = runner.run_tests(invocation, request.hardware)
         unavailable = request.environment.unavailable if request.environment else {}
-        return result_of(report, home=str(ws.scratch / "home"), unavailable=unavailable)
+        home = str(ws.scratch / "home")
+        result = result_of(report, home=home, unavailable=unavailable)
+
+        def alone(node: str) -> PytestReport:
+            return runner.run_tests(alone_invocation(invocation, node), request.hardware)
+
+        return retried_alone(result, report, alone, home=home, unavailable=unavailable)
+
+
+def alone_invocation(invocation: PytestInvocation, node: str) -> PytestInvocation:
+    """``node`` by itself in the same prepared tree: setup has run there already."""
+    limit = (invocation.timeout_per_test_s or ALONE_LIMIT_S) + ALONE_GRACE_S
+    return replace(
+        invocation,
+        selection=(node,),
+        setup_commands=(),
+        timeout_run_s=min(invocation.timeout_run_s, limit),
+    )
+
+
+def after_a_fault(tests: Iterable[TestCaseResult]) -> list[str]:
+    """Failing tests with no fault of their own that ran after one the machine failed, in
+    report (run) order: a test that died mid-way may leave its process behind it broken
+    (Ray initialised and never shut down, a port held, a global half set)."""
+    found, faulted = [], False
+    for test in tests:
+        if test.fault is not None:
+            faulted = True
+        elif faulted and test.status in _FAILING:
+            found.append(test.node_id)
+    return found
+
+
+def retried_alone(
+    result: RunResult,
+    report: PytestReport,
+    alone: Callable[[str], PytestReport],
+    *,
+    home: str | None = None,
+    unavailable: Mapping[str, str] | None = None,
+    limit: int = MAX_ALONE,
+) -> RunResult:
+    """The run with each test that failed after a machine fault run again by itself (up to
+    ``limit`` of them): what it does alone is its outcome, so a neighbour's fault is not
+    taken for the patch's failure, and its own fault, if any, is found."""
+    if result.outcome is not Outcome.completed and result.outcome is not Outcome.fault:
+        return result
+    suspects = after_a_fault(result.tests)[:limit]
+    if not suspects:
+        return result
+    again: dict[str, TestCaseResult] = {}
+    for node in suspects:
+        found = alone(node)
+        mine = next((t for t in found.tests if t.node_id == node), None)
+        if mine is not None and not found.timed_out:
+            again[node] = _with_fault(mine, home, unavailable or {})
+    tests = tuple(again.get(t.node_id, t) for t in result.tests)
+    fault = fault_of(report, tests, home=home)
+    note = f"{len(again)} test(s) that failed after a machine fault were run again alone"
+    base = report.detail or (fault.detail if fault else "")
+    detail = "; ".join(d for d in (base, note) if d)
+    return replace(
+        result,
+        tests=tests,
+        outcome=Outcome.fault if fault else Outcome.completed,
+        fault=fault,
+        detail=detail,
+    )
 
 
 def invocation_for(request: RunRequest, ws: Workspace) -> PytestInvocation:
@@ -230,10 +303,12 @@ def unavailable_module(message: str | None, unavailable: Mapping[str, str]) -> F
     if not unavailable or not message:
         return None
     for match in _NO_MODULE.finditer(message):
-        top = match.group(1).split(".")[0]
-        if top in unavailable:
-            why = unavailable[top]
-            detail = f"the environment cannot provide {top!r}: {why} [{match.group(0)}]"
+        parts = match.group(1).split(".")
+        prefixes = (".".join(parts[:n]) for n in range(len(parts), 0, -1))
+        module = next((p for p in prefixes if p in unavailable), None)
+        if module is not None:
+            why = unavailable[module]
+            detail = f"the environment cannot provide {module!r}: {why} [{match.group(0)}]"
             return Fault(FaultKind.environment_build, detail, retryable=False)
     return None
 

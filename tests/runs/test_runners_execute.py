@@ -582,3 +582,35 @@ def test_a_deep_workspace_root_still_gives_runs_a_short_tmpdir_and_the_home_asse
     tmpdir = Path(task["record"].read_text())
     assert len(str(tmpdir)) < 40 and not tmpdir.exists()  # short, and removed with the run
     assert (assets / "home" / "models" / "Qwen" / "tiny" / "config.json").is_file()
+
+
+LEAKS_AFTER_A_FAULT = """
+import os
+
+STATE = {}
+
+
+def test_1_the_machine_fails():
+    STATE["cluster"] = "up"  # started, and never shut down: the test dies first
+    raise RuntimeError("No CUDA GPUs are available")
+
+
+def test_2_passes_alone():
+    assert "cluster" not in STATE, "Maybe you called init twice by accident?"
+
+
+def test_3_fails_alone_too():
+    assert 1 + 1 == 3
+"""
+
+
+def test_a_test_failing_after_a_machine_fault_is_judged_alone(task: dict) -> None:
+    overlay = TestOverlay(files={"tests/test_leaks.py": LEAKS_AFTER_A_FAULT})
+    result = run(task, request_for(task, overlay=overlay))
+
+    by_node = {t.node_id.rpartition("::")[2]: t for t in result.tests}
+    assert by_node["test_1_the_machine_fails"].fault is not None  # needs_gpu: waits elsewhere
+    assert by_node["test_2_passes_alone"].status == "passed"  # its neighbour's doing, not its own
+    wrong = by_node["test_3_fails_alone_too"]
+    assert wrong.status == "failed" and wrong.fault is None  # alone it still fails: the patch's
+    assert result.outcome is Outcome.completed and "run again alone" in result.detail
