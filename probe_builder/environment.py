@@ -11,7 +11,7 @@ demo's small repository needs nothing beyond what probewatch itself has.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -25,6 +25,7 @@ from runners.env import (
     prepare_environment,
 )
 from runners.env.build import is_ready
+from runners.env.repair import modules_of
 from runners.types import EnvironmentRef
 
 
@@ -70,5 +71,16 @@ def task_environment(
     """The environment the task's lock hash names, prepared again when it is not here;
     and whether it had to be (its hash may then differ: a note says so)."""
     if lock_hash and is_ready(plan.home.env_dir(lock_hash)):
-        return environment_ref(plan.home, lock_hash), False
-    return prepare_task_environment(plan, task).build.ref, True
+        return with_exclusions(environment_ref(plan.home, lock_hash), plan.config), False
+    return with_exclusions(prepare_task_environment(plan, task).build.ref, plan.config), True
+
+
+def with_exclusions(ref: EnvironmentRef, config: RepoEnvConfig) -> EnvironmentRef:
+    """``ref`` knowing that the distributions the repository's config leaves out (GPU-only
+    builds) are not here: a test that imports one as it runs fails for the machine's sake."""
+    excluded = {
+        module: f"the repository's environment config excludes {distribution}"
+        for distribution in config.exclude
+        for module in modules_of(distribution)
+    }
+    return replace(ref, unavailable={**excluded, **ref.unavailable})

@@ -43,9 +43,9 @@ from probe_builder.adversarial.survivors import (
     BaselineError,
     ControlRun,
     ControlRunner,
+    NothingRunsHere,
     SearchStats,
     TaskRunSpec,
-    WaitingForGpu,
     golden_failures,
 )
 from probe_builder.authors.base import Author, AuthorError, AuthorRequest
@@ -418,7 +418,7 @@ def validate_task(
             use_coverage=use_coverage,
             rules=settings.hardware,
         )
-    except WaitingForGpu as exc:
+    except NothingRunsHere as exc:
         return _waiting_result(engine, stored, exc, counter.done)
     except BaselineError as exc:
         raise PipelineError(f"{instance_id} cannot be validated: {exc}") from exc
@@ -506,10 +506,10 @@ def _environment(
 
 
 def _waiting_result(
-    engine: Engine, stored: StoredTask, waiting: WaitingForGpu, runs: int
+    engine: Engine, stored: StoredTask, waiting: NothingRunsHere, runs: int
 ) -> ValidationResult:
     """Nothing of the task can run on this runner: store what waits, and say so."""
-    note = f"validation waits for a GPU runner: {waiting}"
+    note = f"validation waits: {waiting}"
     with session_scope(engine) as session:
         table = store_waiting(session, stored, waiting.waiting, [VALIDATION_NOTE + note])
     return ValidationResult(

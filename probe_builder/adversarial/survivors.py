@@ -65,8 +65,9 @@ class BaselineError(BuildError):
     """The golden patch cannot serve as the baseline: no original tests, or it fails them."""
 
 
-class WaitingForGpu(BaselineError):
-    """No original test can run here: each needs GPUs this runner does not offer."""
+class NothingRunsHere(BaselineError):
+    """No original test can run here: each needs GPUs this runner does not offer, or the
+    machine failed it (a GPU, an asset, a module the environment cannot have): they wait."""
 
     def __init__(self, message: str, waiting: Mapping[str, str]) -> None:
         super().__init__(message)
@@ -484,7 +485,7 @@ def search_survivors(
     started = time.monotonic()
     if not spec.test_modules:
         if spec.waiting:
-            raise WaitingForGpu(_none_here(spec.waiting), spec.waiting)
+            raise NothingRunsHere(_none_here(spec.waiting), spec.waiting)
         raise BaselineError("the PR changes no test module: there are no original tests")
     golden = golden_baseline(spec, runner, use_coverage=use_coverage)
     spec = replace(spec, waiting={**spec.waiting, **machine_failures(golden.run.result)})
@@ -543,9 +544,8 @@ def _check_baseline(golden: GoldenBaseline, waiting: Mapping[str, str]) -> None:
     result = golden.run.result
     failing = [t for t in result.tests if t.status in FAILING and not t.is_probe]
     every_failure_faulted = bool(failing) and all(t.fault is not None for t in failing)
-    needs_gpu = all(t.fault and t.fault.kind is FaultKind.needs_gpu for t in failing)
-    if not golden.passed and every_failure_faulted and needs_gpu:
-        raise WaitingForGpu(_none_here(waiting), waiting)
+    if not golden.passed and every_failure_faulted:
+        raise NothingRunsHere(_none_here(waiting), waiting)
     if result.outcome is not Outcome.completed and not (
         result.outcome is Outcome.fault and every_failure_faulted
     ):
@@ -559,7 +559,9 @@ def _check_baseline(golden: GoldenBaseline, waiting: Mapping[str, str]) -> None:
 def _none_here(waiting: Mapping[str, str]) -> str:
     shown = "; ".join(f"{path}: {why}" for path, why in list(waiting.items())[:3])
     more = f" (and {len(waiting) - 3} more)" if len(waiting) > 3 else ""
-    return f"no original test can run on this runner, each waits for a GPU runner: {shown}{more}"
+    gpu = all(why.startswith((FaultKind.needs_gpu, "needs ")) for why in waiting.values())
+    where = "a GPU runner" if gpu else "a runner that can run it"
+    return f"no original test can run on this runner, each waits for {where}: {shown}{more}"
 
 
 def _why_per_file(result: RunResult) -> str:

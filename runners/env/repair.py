@@ -77,7 +77,19 @@ MODULE_TO_DISTRIBUTION: dict[str, str] = {
     "jose": "python-jose",
     "Bio": "biopython",
     "pkg_resources": "setuptools",
+    # GPU builds repositories' environment configs leave out, where the module differs.
+    "megatron.core": "megatron-core",
+    "flashinfer": "flashinfer-python",
+    "cupy": "cupy-cuda12x",
 }
+
+
+def modules_of(distribution: str) -> frozenset[str]:
+    """The import names ``distribution`` provides, as far as the table knows: its own name
+    with underscores, and every module the table maps to it."""
+    wanted = canonicalize_name(distribution)
+    named = {m for m, d in MODULE_TO_DISTRIBUTION.items() if canonicalize_name(d) == wanted}
+    return frozenset({*named, wanted.replace("-", "_")})
 
 
 def distribution_for(module: str) -> str:

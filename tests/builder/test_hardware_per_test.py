@@ -208,3 +208,18 @@ def test_a_variable_the_ci_sets_is_named_and_the_watch_file_gives_it(
             r.test_id: r.outcome for r in list_test_results(session=session, run_id=golden.id or 0)
         }
     assert outcomes[f"{CI_TEST}::test_lookup_in_the_ci_flavour"] == "passed"
+
+
+def test_a_task_whose_every_test_the_machine_fails_waits_and_says_why(
+    sqlite_engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MEMO_CACHE_FLAVOUR", raising=False)
+    only = {"tests/test_cache.py": READS_A_CI_VARIABLE.split("\n\ndef test_a_missing_key")[0]}
+    pr = accepted_pr(sqlite_engine, tmp_path, only)
+    result = build_and_validate(sqlite_engine, pr, tmp_path, settings())
+
+    assert not result.accepted and result.stats is None  # not an error: it waits
+    assert "waits for a runner that can run it" in result.notes[0]
+    assert "MEMO_CACHE_FLAVOUR" in result.notes[0]
+    with session_scope(sqlite_engine) as session:
+        assert get_task(session=session, instance_id=INSTANCE).status == TaskStatus.built

@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from probe_builder.environment import with_exclusions
 from runners.env import EnvHome, EnvRequest, RepairOutcome, RepoEnvConfig, prepare_environment
 from runners.env.manifest import read_manifest
-from runners.env.repair import distribution_for, judge, missing_modules, missing_names
+from runners.env.repair import (
+    distribution_for,
+    judge,
+    missing_modules,
+    missing_names,
+    modules_of,
+)
 from runners.env.uv import Uv
+from runners.execute import unavailable_module
+from runners.types import EnvironmentRef
 from tests.runners_env_support import ERA, make_repo
 
 pytest_plugins = ["tests.runners_env_fixtures"]
@@ -200,3 +210,28 @@ def test_the_harness_takes_coverage_when_the_era_has_it_and_builds_without_it_ot
     without = prepare_environment(unavailable, env_home, uv)
     assert without.lock.pin_of("no-such-distribution-probewatch") is None
     assert without.lock.pin_of("six") and without.collection is not None and without.collection.ok
+
+
+@pytest.mark.parametrize(
+    ("distribution", "module"),
+    [("vllm", "vllm"), ("flash-attn", "flash_attn"), ("megatron-core", "megatron.core")],
+)
+def test_an_excluded_distribution_names_the_modules_it_would_provide(
+    distribution: str, module: str
+) -> None:
+    assert module in modules_of(distribution)
+
+
+def test_a_tasks_environment_knows_what_its_repository_leaves_out() -> None:
+    ref = EnvironmentRef(
+        "abc", Path(sys.prefix), Path(sys.executable), unavailable={"yaml": "cannot be resolved"}
+    )
+    known = with_exclusions(ref, RepoEnvConfig(exclude=("vllm", "megatron-core")))
+    assert known.unavailable["vllm"] == "the repository's environment config excludes vllm"
+    assert "megatron.core" in known.unavailable and known.unavailable["yaml"]
+    # A test importing one as it runs fails for the machine's sake; a sibling package is not it.
+    fault = unavailable_module(
+        "ModuleNotFoundError: No module named 'megatron.core.parallel_state'", known.unavailable
+    )
+    assert fault is not None and "cannot provide 'megatron.core'" in fault.detail
+    assert unavailable_module("No module named 'megatron'", known.unavailable) is None
