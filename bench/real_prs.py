@@ -1,0 +1,300 @@
+"""Real upstream PRs end to end on this runner: mine a window, build, validate, render the report.
+
+The repository's entry in the example watch file gives its mining rules and test
+conventions; the clone given replaces its ``git``. Every PR the miner keeps in the window
+(newest first) whose own test modules may run on CPU by those conventions (a CPU glob
+matches, or nothing decides and the test is tried) is accepted, built with its own
+era-locked environment (with this runner's pins), validated on this host (the golden
+baseline with line coverage, the snapshot, the hollow patch, every mechanical
+adversarial on the tests that cover its line) and its report rendered, all through the
+same functions the service uses. PRs whose every test needs GPUs by convention are
+counted and named, not built. Prints one row per PR and writes the records as JSON.
+
+    python -m bench.real_prs --mirror PATH --repo volcengine/verl --since 2025-06-01 \\
+        --until 2026-02-01 --count 10 --home "$(mktemp -d)" \\
+        --override torch==2.13.0+cpu --find-links DIR_WITH_THE_CPU_TORCH_WHEEL --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from sqlalchemy.engine import Engine
+
+from bot.report.render import full_report_url, render_report
+from bot.report.store import report_input
+from bot.repos import mining_config, run_settings
+from bot.settings import load_settings
+from bot.watchfile import WatchedRepo, example_watch_file, load_watch_file
+from pr_miner.mining import mine
+from pr_miner.sources.git_source import GitSource
+from probe_builder.pipeline import (
+    ProgressEvent,
+    RepoSettings,
+    Stage,
+    build_task,
+    changed_test_modules,
+    test_placements,
+    validate_task,
+)
+from probewatch.errors import ProbewatchError
+from runners.backends.local import LocalBackend
+from runners.env import EnvHome, list_environments
+from task_registry.candidates import decide_candidate, list_candidates
+from task_registry.coverage import stored_coverage
+from task_registry.db import make_engine, session_scope, upgrade
+from task_registry.models import CandidatePR
+from task_registry.repos import find_repo
+from task_registry.swebench import instance_id_for
+from task_registry.tasks import get_task, list_test_results, list_validation_runs
+from task_registry.types import Control, Decision, FilterVerdict
+
+FAILING = ("failed", "error", "timeout")
+
+
+@dataclass
+class Row:
+    number: int
+    title: str
+    changed_lines: int
+    test_modules: int = 0
+    cpu_possible: int = 0  # test modules a convention puts on CPU, or that are tried there
+    outcome: str = ""  # validated | waits for GPU | skipped | error
+    error: str = ""
+    env_seconds: float = 0.0
+    env_hit: bool | None = None  # the environment was there already
+    build_seconds: float = 0.0
+    validate_seconds: float = 0.0
+    tests_run: int = 0  # collected in the golden baseline here
+    golden_passed: int = 0
+    snapshot_fails: int = 0  # golden-passing tests the pre-change snapshot fails
+    hollow_fails: int = 0
+    waiting: int = 0  # tests and files that wait for a GPU runner or failed for the machine
+    waiting_reasons: list[str] = field(default_factory=list)
+    adversarials: int = 0
+    survivors: dict[str, int] = field(default_factory=dict)  # per promise category
+    undetermined: int = 0  # no passing test here reaches them, and some tests could not run
+    runs: int = 0
+    report_chars: int = 0
+    report_lines: int = 0
+    summary: str = ""
+    wall_seconds: float = 0.0
+
+
+def candidates(engine: Engine, repo: str, count: int) -> list[CandidatePR]:
+    """The miner's survivors, newest merge first."""
+    with session_scope(engine) as session:
+        row = find_repo(session=session, full_name=repo)
+        assert row is not None and row.id is not None
+        passed = list_candidates(session=session, repo_id=row.id, verdict=FilterVerdict.passed)
+    passed.sort(key=lambda c: c.merged_at or datetime.min.replace(tzinfo=UTC), reverse=True)
+    return passed[: count * 4]  # room for PRs whose tests all need GPUs
+
+
+def place(row: Row, mirror: Path, candidate: CandidatePR, settings: RepoSettings) -> bool:
+    """Whether any of the PR's own test modules may run on CPU by the conventions."""
+    base = f"{candidate.merge_sha}^1"
+    modules = changed_test_modules(mirror, base, candidate.merge_sha or "", settings.test_globs)
+    placed = test_placements(mirror, candidate.merge_sha or "", modules, settings.hardware)
+    row.test_modules = len(placed)
+    row.cpu_possible = sum(1 for p in placed if p.hardware.gpus == 0)
+    return row.cpu_possible > 0
+
+
+def run_one(
+    engine: Engine,
+    home: Path,
+    mirror: Path,
+    repo: str,
+    candidate: CandidatePR,
+    settings: RepoSettings,
+    cpu_slots: int,
+) -> Row:
+    started = time.monotonic()
+    row = Row(candidate.number, candidate.title[:70], candidate.additions + candidate.deletions)
+    if not place(row, mirror, candidate, settings):
+        row.outcome = (
+            "skipped: every test module needs GPUs by convention"
+            if row.test_modules
+            else "skipped: the PR changes no test module"
+        )
+        return row
+    with session_scope(engine) as session:
+        decide_candidate(
+            session=session, candidate_id=candidate.id or 0, decision=Decision.accepted
+        )
+    instance = instance_id_for(repo, candidate.number)
+    before = {e.lock_hash for e in list_environments(EnvHome(home))}
+    stamps: dict[str, float] = {}
+
+    def note(event: ProgressEvent) -> None:
+        stamps.setdefault(str(event.stage), time.monotonic())
+
+    try:
+        build_started = time.monotonic()
+        build_task(
+            engine=engine, instance_id=instance, mirror=mirror, settings=settings, progress=note
+        )
+        row.build_seconds = time.monotonic() - build_started
+        if Stage.environment in stamps:
+            row.env_seconds = stamps[Stage.store] - stamps[Stage.environment]
+        validate_started = time.monotonic()
+        result = validate_task(
+            engine=engine,
+            instance_id=instance,
+            mirror=mirror,
+            settings=settings,
+            backend=LocalBackend(workspace_root=home / "runs", cpu_slots=cpu_slots),
+            workspace_root=home / "runs",
+        )
+        row.validate_seconds = time.monotonic() - validate_started
+        row.outcome = "validated" if result.stats is not None else "waits: nothing runs here"
+    except ProbewatchError as exc:
+        row.outcome, row.error = "error", f"{type(exc).__name__}: {exc}"[:400]
+    describe(engine, home, instance, row, before)
+    row.wall_seconds = time.monotonic() - started
+    return row
+
+
+def describe(engine: Engine, home: Path, instance: str, row: Row, before: set[str]) -> None:
+    """What the stored task says: its environment, its runs, its table, its report."""
+    with session_scope(engine) as session:
+        try:
+            task = get_task(session=session, instance_id=instance)
+        except ProbewatchError:
+            return
+        row.env_hit = task.lock_hash in before if task.lock_hash else None
+        runs = list_validation_runs(session=session, task_id=task.id or 0)
+        row.runs = len(runs)
+        results = {
+            run.control if run.attempt else "baseline": {
+                r.test_id: r.outcome for r in list_test_results(session=session, run_id=run.id or 0)
+            }
+            for run in runs
+            if run.control in (Control.golden, Control.snapshot, Control.hollow)
+        }
+        golden = results.get("baseline", {})
+        passed = {t for t, outcome in golden.items() if outcome == "passed"}
+        row.tests_run, row.golden_passed = len(golden), len(passed)
+        row.snapshot_fails = sum(
+            1 for t in passed if results.get(Control.snapshot, {}).get(t) in FAILING
+        )
+        row.hollow_fails = sum(
+            1 for t in passed if results.get(Control.hollow, {}).get(t) in FAILING
+        )
+        table = stored_coverage(task)
+        row.waiting = len(table.waiting)
+        row.waiting_reasons = sorted({w.reason.split(":", 1)[0] for w in table.waiting})
+        row.adversarials = len(table.adversarials)
+        row.survivors = dict(
+            Counter(str(a.promise_category) for a in table.adversarials if a.survives_original)
+        )
+        row.undetermined = sum(1 for a in table.adversarials if a.survives_original is None)
+        url = full_report_url("http://127.0.0.1:8080", task.repo, task.pull_number)
+        rendered = render_report(report_input(session, task), full_url=url)
+    row.report_chars, row.report_lines = len(rendered.body), rendered.body.count("\n")
+    row.summary = rendered.summary
+
+
+def watched_entry(repo: str, mirror: Path, conventions: str) -> tuple[WatchedRepo, object]:
+    watch = load_watch_file(example_watch_file())
+    watched = watch.get(repo).model_copy(update={"git": mirror})
+    if conventions == "none":  # try every test on CPU: how many really run there
+        tests = watched.tests.model_copy(
+            update={"cpu_globs": [], "gpu_paths": [], "cpu_marker": None}
+        )
+        watched = watched.model_copy(update={"tests": tests})
+    return watched, watch
+
+
+def print_table(rows: list[Row]) -> None:
+    print(
+        "| PR | lines | env s (hit) | tests CPU-run / waiting | golden pass | snapshot fails "
+        "| survivors (per category) / undetermined | report lines | validate s | wall s | outcome |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        hit = "-" if r.env_hit is None else ("hit" if r.env_hit else "miss")
+        survivors = ", ".join(f"{k} {v}" for k, v in sorted(r.survivors.items())) or "0"
+        outcome = r.outcome + (f": {r.error[:120]}" if r.error else "")
+        print(
+            f"| #{r.number} | {r.changed_lines} | {r.env_seconds:.0f} ({hit}) "
+            f"| {r.tests_run} / {r.waiting} | {r.golden_passed}/{r.tests_run} "
+            f"| {r.snapshot_fails} | {survivors} of {r.adversarials} / {r.undetermined} "
+            f"| {r.report_lines} "
+            f"| {r.validate_seconds:.0f} | {r.wall_seconds:.0f} | {outcome} |"
+        )
+    timed = [r.validate_seconds for r in rows if r.outcome == "validated"]
+    if timed:
+        print(f"validation: median {statistics.median(timed):.0f} s, worst {max(timed):.0f} s")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mirror", type=Path, required=True, help="a clone or bare mirror")
+    parser.add_argument(
+        "--repo", required=True, help="OWNER/NAME, as the example watch file has it"
+    )
+    parser.add_argument("--since", required=True)
+    parser.add_argument("--until", required=True)
+    parser.add_argument("--count", type=int, default=10, help="PRs to build and validate")
+    parser.add_argument("--home", type=Path, required=True, help="a PROBEWATCH_HOME of its own")
+    parser.add_argument("--override", action="append", default=[], help="a runner pin")
+    parser.add_argument("--find-links", type=Path, action="append", default=[])
+    parser.add_argument("--conventions", choices=("watch", "none"), default="watch")
+    parser.add_argument("--cpu-slots", type=int, default=2, help="parallel CPU runs")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+
+    settings = load_settings(
+        home=args.home,
+        runner_overrides=" ".join(args.override),
+        runner_find_links=":".join(str(p) for p in args.find_links),
+    )
+    watched, watch = watched_entry(args.repo, args.mirror, args.conventions)
+    repo_settings = run_settings(watched, settings=settings, watch=watch)  # type: ignore[arg-type]
+    engine = make_engine(settings.resolved_database_url)
+    upgrade(engine)
+    since = datetime.fromisoformat(args.since).replace(tzinfo=UTC)
+    until = datetime.fromisoformat(args.until).replace(tzinfo=UTC)
+    mined = mine(
+        engine=engine,
+        repo=args.repo,
+        source=GitSource(args.mirror, watched.default_branch),
+        config=mining_config(watched),
+        since=since,
+        until=until,
+    )
+    print(
+        f"mined {len(mined.survivors) + len(mined.rejects)} PRs, {len(mined.survivors)} survivors"
+    )
+    rows: list[Row] = []
+    for candidate in candidates(engine, args.repo, args.count):
+        if sum(1 for r in rows if not r.outcome.startswith("skipped")) >= args.count:
+            break
+        row = run_one(
+            engine, settings.home, args.mirror, args.repo, candidate, repo_settings, args.cpu_slots
+        )
+        rows.append(row)
+        print(
+            f"#{row.number}: {row.outcome} {row.error[:300]} (golden {row.golden_passed}/"
+            f"{row.tests_run}, waiting {row.waiting}, validate {row.validate_seconds:.0f}s, "
+            f"wall {row.wall_seconds:.0f}s)",
+            flush=True,
+        )
+    print_table(rows)
+    if args.json:
+        args.json.write_text(json.dumps([asdict(r) for r in rows], indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
