@@ -7,6 +7,17 @@ under names SWE-bench does not use. Nested probewatch fields are JSON-encoded
 strings too, so tools that infer a columnar schema (``datasets``) load every
 row alike. Probe code, adversarial patches and the hollow patch are grading
 material: they leave only with ``include_hidden``.
+
+A validated task whose PR tests pass before and after the change has an empty
+``FAIL_TO_PASS``: a SWE-bench harness could not grade it. With
+``include_hidden`` such a task lends its accepted probes: each probe file is
+appended to ``test_patch`` as a new file, the probe tests its latest golden run
+passed join ``FAIL_TO_PASS``, and the field ``probes_as_tests`` (a JSON-encoded
+``{"files": [...], "tests": [...]}``) names what was added, so an import takes
+them back out: the task keeps its own (empty) lists and test patch, and the
+probes stay hidden probes. Without a completed golden run naming the probes'
+tests (an imported task never validated or graded here) nothing is added, and
+:func:`export_warnings` says so.
 """
 
 from __future__ import annotations
@@ -17,11 +28,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from probewatch.errors import RegistryError
 from task_registry.coverage import CoverageTable, PromiseCoverage, stored_coverage
@@ -35,6 +47,7 @@ from task_registry.models import (
     Submission,
     Task,
     TaskCreate,
+    TestResult,
     ValidationRun,
 )
 from task_registry.tasks import (
@@ -48,7 +61,7 @@ from task_registry.tasks import (
     list_promises,
     list_tasks,
 )
-from task_registry.types import ProbeStatus, TaskStatus
+from task_registry.types import Control, ProbeStatus, RunOutcome, TaskStatus, TestOutcome
 
 SWEBENCH_FIELDS = (
     "repo",
@@ -67,6 +80,32 @@ SWEBENCH_FIELDS = (
 FORMAT_VERSION = 1
 INSTANCE_ID = re.compile(r"^(?P<owner>[^_/]+(?:_[^_/]+)*)__(?P<name>.+)-(?P<number>\d+)$")
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+PROBES_AS_TESTS = "probes_as_tests"  # row field: probe files and tests lent to the SWE-bench lists
+# Only a task whose probes passed acceptance may lend them as its FAIL_TO_PASS.
+VALIDATED_STATUSES = (TaskStatus.validated, TaskStatus.published)
+
+
+class ProbeGap(StrEnum):
+    """Why a validated task with no FAIL_TO_PASS of its own leaves without probes as tests."""
+
+    withheld = "withheld"  # exported without include_hidden
+    no_golden_run = "no_golden_run"  # no completed golden run has results for every probe
+    no_probes = "no_probes"  # validation accepted no probe
+
+
+GAP_MESSAGES: dict[ProbeGap, str] = {
+    ProbeGap.withheld: (
+        "{ids}: empty FAIL_TO_PASS, ungradable as SWE-bench instances; export with "
+        "--include-hidden to give them their accepted probes as FAIL_TO_PASS"
+    ),
+    ProbeGap.no_golden_run: (
+        "{ids}: empty FAIL_TO_PASS, and no completed golden run with results for every "
+        "accepted probe to name the probes' tests; validate or grade them here, then export again"
+    ),
+    ProbeGap.no_probes: (
+        "{ids}: empty FAIL_TO_PASS and no accepted probe: ungradable as SWE-bench instances"
+    ),
+}
 
 
 class ImportError_(RegistryError):
@@ -92,6 +131,21 @@ class ImportReport:
 def instance_id_for(repo: str, number: int) -> str:
     """``owner/name`` and PR 12 → ``owner__name-12``, as SWE-bench names instances."""
     return f"{repo.replace('/', '__')}-{number}"
+
+
+@dataclass(frozen=True)
+class ProbeTests:
+    """A task's accepted probes as SWE-bench tests: the files (path → code) the exported test
+    patch writes, and the ids of their tests that the task's latest golden run passed."""
+
+    files: dict[str, str]
+    tests: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _ProbeMarks:
+    files: tuple[str, ...]
+    tests: tuple[str, ...]
 
 
 # --- export --------------------------------------------------------------------------
@@ -158,7 +212,97 @@ def task_to_row(*, session: Session, task: Task, include_hidden: bool) -> dict[s
             [_adversarial_dict(a, probes) for a in adversarials], ensure_ascii=False
         )
         row["coverage"] = _portable_coverage(task, adversarials)
+        if lacks_own_tests(task):
+            found = probe_tests_of(session=session, task=task)
+            if isinstance(found, ProbeTests):
+                _lend_probe_tests(row, task, found)
     return row
+
+
+# --- probes as FAIL_TO_PASS ------------------------------------------------------------
+
+
+def lacks_own_tests(task: Task) -> bool:
+    """A validated task whose PR tests fail nowhere before the change: no FAIL_TO_PASS."""
+    return task.status in VALIDATED_STATUSES and not task.fail_to_pass
+
+
+def probe_tests_of(*, session: Session, task: Task) -> ProbeTests | ProbeGap:
+    """The task's accepted probes and the tests of theirs its latest golden run passed."""
+    assert task.id is not None
+    probes = list_probes(session=session, task_id=task.id)
+    accepted = {p.path: p.content for p in probes if p.status == ProbeStatus.accepted}
+    if not accepted:
+        return ProbeGap.no_probes
+    tests = _golden_probe_tests(session, task.id, set(accepted))
+    if not tests:
+        return ProbeGap.no_golden_run
+    return ProbeTests(files=dict(sorted(accepted.items())), tests=tests)
+
+
+def _golden_probe_tests(session: Session, task_id: int, paths: set[str]) -> tuple[str, ...]:
+    """Passed probe tests of the latest completed golden run that ran every one of ``paths``
+    (validation's or grading's: either runs the probes over the golden patch)."""
+    runs = (
+        select(ValidationRun)
+        .where(ValidationRun.task_id == task_id, ValidationRun.control == Control.golden)
+        .where(ValidationRun.outcome == RunOutcome.completed)
+        .order_by(col(ValidationRun.id).desc())
+    )
+    for run in session.exec(runs):
+        query = select(TestResult).where(TestResult.run_id == run.id, col(TestResult.is_probe))
+        results = [r for r in session.exec(query) if r.test_id.split("::", 1)[0] in paths]
+        if {r.test_id.split("::", 1)[0] for r in results} == paths:
+            return tuple(sorted(r.test_id for r in results if r.outcome == TestOutcome.passed))
+    return ()
+
+
+def _lend_probe_tests(row: dict[str, Any], task: Task, found: ProbeTests) -> None:
+    """The probes as the row's FAIL_TO_PASS, their files in its test patch, and the marks an
+    import reads to take both back out."""
+    patch = task.test_patch
+    if patch and not patch.endswith("\n"):
+        patch += "\n"
+    row["test_patch"] = patch + "".join(new_file_diff(p, code) for p, code in found.files.items())
+    row["FAIL_TO_PASS"] = json.dumps([*task.fail_to_pass, *found.tests])
+    row[PROBES_AS_TESTS] = json.dumps({"files": list(found.files), "tests": list(found.tests)})
+
+
+def new_file_diff(path: str, text: str) -> str:
+    """A git diff that creates ``path`` holding ``text``, as ``git apply`` reads it."""
+    head = f"diff --git a/{path} b/{path}\nnew file mode 100644\n"
+    parts = text.split("\n")
+    lines = [f"+{part}\n" for part in parts[:-1]]
+    if parts[-1]:
+        lines.append(f"+{parts[-1]}\n\\ No newline at end of file\n")
+    if not lines:
+        return head
+    return f"{head}--- /dev/null\n+++ b/{path}\n@@ -0,0 +1,{len(lines)} @@\n{''.join(lines)}"
+
+
+def export_gaps(
+    *, session: Session, statuses: Sequence[TaskStatus] | None, include_hidden: bool
+) -> dict[ProbeGap, list[str]]:
+    """The exported tasks with an empty FAIL_TO_PASS that leave without probes as tests, by why."""
+    gaps: dict[ProbeGap, list[str]] = {}
+    for task in list_tasks(session=session, statuses=statuses):
+        if not lacks_own_tests(task):
+            continue
+        found = probe_tests_of(session=session, task=task)
+        gap = found if isinstance(found, ProbeGap) else None
+        if gap is None and not include_hidden:
+            gap = ProbeGap.withheld
+        if gap is not None:
+            gaps.setdefault(gap, []).append(task.instance_id)
+    return gaps
+
+
+def export_warnings(
+    *, session: Session, statuses: Sequence[TaskStatus] | None, include_hidden: bool
+) -> list[str]:
+    """One line per kind of gap, naming its tasks and what to do."""
+    gaps = export_gaps(session=session, statuses=statuses, include_hidden=include_hidden)
+    return [GAP_MESSAGES[gap].format(ids=", ".join(ids)) for gap, ids in gaps.items()]
 
 
 def _portable_coverage(task: Task, adversarials: Sequence[AdversarialPatch]) -> str:
@@ -275,6 +419,12 @@ def _parse_row(row: Any) -> _Parsed:
     if match is None:
         raise ValueError(f"field instance_id: {instance_id!r} is not OWNER__REPO-NUMBER")
     env = _json_field(row, "environment", {})
+    probes = _json_field(row, "probes", [])
+    fail_to_pass = _test_list(row, "FAIL_TO_PASS")
+    test_patch = _str_field(row, "test_patch")
+    marks = _probe_marks(row, probes)
+    if marks is not None:
+        fail_to_pass, test_patch = _without_probe_tests(marks, fail_to_pass, test_patch)
     task = TaskCreate(
         instance_id=instance_id,
         repo=row["repo"],
@@ -283,12 +433,12 @@ def _parse_row(row: Any) -> _Parsed:
         merge_commit=row.get("merge_commit") or None,
         created_at=_parse_time(row.get("created_at")),
         patch=_str_field(row, "patch"),
-        test_patch=_str_field(row, "test_patch"),
+        test_patch=test_patch,
         problem_statement=_str_field(row, "problem_statement"),
         hints_text=_str_field(row, "hints_text"),
         version=str(row.get("version") or ""),
         environment_setup_commit=row.get("environment_setup_commit") or None,
-        fail_to_pass=_test_list(row, "FAIL_TO_PASS"),
+        fail_to_pass=fail_to_pass,
         pass_to_pass=_test_list(row, "PASS_TO_PASS"),
         contract=_json_field(row, "contract", {}),
         hollow_patch=_str_field(row, "hollow_patch"),
@@ -302,11 +452,57 @@ def _parse_row(row: Any) -> _Parsed:
     return _Parsed(
         task=task,
         promises=_json_field(row, "promises", []),
-        probes=_json_field(row, "probes", []),
+        probes=probes,
         adversarials=adversarials,
         coverage=_coverage_field(row, len(adversarials))
         or _promises_table(task.instance_id, _json_field(row, "promises", [])),
     )
+
+
+def _probe_marks(row: dict[str, Any], probes: list[dict[str, Any]]) -> _ProbeMarks | None:
+    """The probe files and tests an export lent to the SWE-bench fields, checked."""
+    raw = _json_field(row, PROBES_AS_TESTS, None)
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or not all(
+        isinstance(raw.get(key), list) and all(isinstance(v, str) for v in raw[key])
+        for key in ("files", "tests")
+    ):
+        raise ValueError(f'field {PROBES_AS_TESTS}: expected {{"files": [...], "tests": [...]}}')
+    paths = {probe.get("path") for probe in probes if isinstance(probe, dict)}
+    stray = [path for path in raw["files"] if path not in paths]
+    if stray:
+        raise ValueError(f"field {PROBES_AS_TESTS}: {stray[0]} is not one of the row's probes")
+    return _ProbeMarks(tuple(raw["files"]), tuple(raw["tests"]))
+
+
+def _without_probe_tests(
+    marks: _ProbeMarks, fail_to_pass: list[str], test_patch: str
+) -> tuple[list[str], str]:
+    """FAIL_TO_PASS and the test patch as the task's own: the lent probes taken out."""
+    missing = [test for test in marks.tests if test not in fail_to_pass]
+    if missing:
+        raise ValueError(f"field {PROBES_AS_TESTS}: {missing[0]} is not in FAIL_TO_PASS")
+    own = [test for test in fail_to_pass if test not in marks.tests]
+    return own, _without_files(test_patch, marks.files)
+
+
+def _without_files(patch: str, files: Sequence[str]) -> str:
+    """``patch`` less the file diffs that create ``files`` (as :func:`new_file_diff` wrote)."""
+    headers = {f"diff --git a/{path} b/{path}": path for path in files}
+    starts = [m.start() for m in re.finditer(r"^diff --git ", patch, flags=re.MULTILINE)]
+    kept, found = [], set()
+    for start, end in pairwise([0, *starts, len(patch)]):
+        piece = patch[start:end]
+        path = headers.get(piece.split("\n", 1)[0])
+        if path is None:
+            kept.append(piece)
+        else:
+            found.add(path)
+    missing = [path for path in files if path not in found]
+    if missing:
+        raise ValueError(f"field {PROBES_AS_TESTS}: test_patch writes no file {missing[0]}")
+    return "".join(kept)
 
 
 def _promises_table(instance_id: str, promises: list[dict[str, Any]]) -> CoverageTable:

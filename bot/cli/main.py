@@ -138,11 +138,15 @@ def export(
         list[str] | None, typer.Option(help="Only tasks in this status (repeatable).")
     ] = None,
     include_hidden: Annotated[
-        bool, typer.Option(help="Also write probe code, adversarial and hollow patches.")
+        bool,
+        typer.Option(
+            help="Also write probe code, adversarial and hollow patches; a validated task "
+            "with an empty FAIL_TO_PASS gets its accepted probes as FAIL_TO_PASS."
+        ),
     ] = False,
 ) -> None:
     """Write tasks as SWE-bench-compatible JSONL."""
-    from task_registry.swebench import export_rows, write_jsonl
+    from task_registry.swebench import export_rows, export_warnings, write_jsonl
     from task_registry.types import TaskStatus
 
     if fmt != "swebench":
@@ -153,7 +157,12 @@ def export(
     with app_context(ctx).session() as session:
         rows = export_rows(session=session, statuses=statuses, include_hidden=include_hidden)
         count = write_jsonl(rows, path)
+        warnings = export_warnings(
+            session=session, statuses=statuses, include_hidden=include_hidden
+        )
     console().print(f"wrote {count} task(s) to {path}")
+    for line in warnings:
+        typer.echo(f"warning: {line}", err=True)
 
 
 def _task_status(value: str) -> TaskStatus:
