@@ -30,7 +30,8 @@ from task_registry.swebench import (
     write_jsonl,
 )
 from task_registry.tasks import add_probe, get_task, list_probes, record_validation_run
-from task_registry.types import Control, ProbeStatus, RunOutcome, TaskStatus, TestOutcome
+from task_registry.types import Control, ProbeStatus, RunOutcome, TaskStatus
+from task_registry.types import TestOutcome as Outcome  # a Test* name pytest would collect
 from tests.factories import TEST_PATCH, make_task
 
 PROBE = "probes/test_probe_sync_traffic.py"
@@ -63,12 +64,10 @@ def seed(
             return
         results = [
             TestResultBase(
-                test_id="tests/test_sync.py::test_sync_final_weights", outcome=TestOutcome.passed
+                test_id="tests/test_sync.py::test_sync_final_weights", outcome=Outcome.passed
             ),
-            TestResultBase(test_id=PROBE_TEST, outcome=TestOutcome.passed, is_probe=True),
-            TestResultBase(
-                test_id=f"{REJECTED}::test_x", outcome=TestOutcome.passed, is_probe=True
-            ),
+            TestResultBase(test_id=PROBE_TEST, outcome=Outcome.passed, is_probe=True),
+            TestResultBase(test_id=f"{REJECTED}::test_x", outcome=Outcome.passed, is_probe=True),
         ]
         run_in = ValidationRunCreate(task_id=task.id, control=Control.golden, outcome=golden)
         record_validation_run(session=session, run_in=run_in, results=results)
