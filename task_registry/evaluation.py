@@ -53,14 +53,25 @@ def get_agent(*, session: Session, name: str) -> Agent:
     return agent
 
 
+def find_submission(
+    *, session: Session, agent_id: int, task_id: int, run_label: str
+) -> Submission | None:
+    query = select(Submission).where(
+        Submission.agent_id == agent_id,
+        Submission.task_id == task_id,
+        Submission.run_label == run_label,
+    )
+    return session.exec(query).first()
+
+
 def get_or_create_submission(*, session: Session, submission_in: SubmissionCreate) -> Submission:
     """One submission per (agent, task, run label): a rerun finds the earlier one."""
-    query = select(Submission).where(
-        Submission.agent_id == submission_in.agent_id,
-        Submission.task_id == submission_in.task_id,
-        Submission.run_label == submission_in.run_label,
+    existing = find_submission(
+        session=session,
+        agent_id=submission_in.agent_id,
+        task_id=submission_in.task_id,
+        run_label=submission_in.run_label,
     )
-    existing = session.exec(query).first()
     if existing is not None:
         return existing
     submission = Submission.model_validate(submission_in)

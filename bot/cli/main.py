@@ -17,6 +17,7 @@ from rich.table import Table
 
 from bot.cli import build as cli_build
 from bot.cli import demo as cli_demo
+from bot.cli import grade as cli_grade
 from bot.cli import report as cli_report
 from bot.cli.common import ProbewatchGroup, app_context, console
 from bot.cli.envs import envs_app
@@ -49,6 +50,7 @@ app.command("validate")(cli_build.validate)
 app.command("show")(cli_build.show)
 app.command("report")(cli_report.report)
 app.add_typer(eval_app)  # eval, leaderboard, compare
+app.command("grade")(cli_grade.grade)
 app.add_typer(agents_app, name="agents")
 app.command("demo")(cli_demo.demo)
 
