@@ -55,13 +55,10 @@ def _lifespan(settings: Settings, secret: bytes | None, writer: GroupCommitWrite
 
 
 def check_webhook_secret(settings: Settings, secret: bytes | None) -> None:
-    from bot.service.webhook import WebhookConfigError
+    from bot.service.webhook import NO_SECRET, WebhookConfigError
 
     if settings.webhook_enabled and not secret:
-        raise WebhookConfigError(
-            "PROBEWATCH_WEBHOOK_SECRET is not set: set it, or disable the webhook with "
-            "PROBEWATCH_WEBHOOK_ENABLED=false"
-        )
+        raise WebhookConfigError(NO_SECRET)
 
 
 def _add_health(app: FastAPI, context: AppContext) -> None:

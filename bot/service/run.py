@@ -2,7 +2,8 @@
 
 Each part can be switched off, so a deployment can run several worker-only
 processes beside one web process, all on one PostgreSQL registry. Without the
-web part the process waits for SIGTERM or SIGINT.
+web part the process waits for SIGTERM or SIGINT. The webhook needs a secret:
+production refuses to start without one, development serves without the webhook.
 """
 
 from __future__ import annotations
@@ -10,9 +11,10 @@ from __future__ import annotations
 import logging
 import signal
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bot.context import AppContext
+from bot.settings import Environment
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +27,8 @@ class Parts:
 
 
 def run_service(context: AppContext, parts: Parts, host: str, port: int) -> None:
+    if parts.web:
+        context = web_context(context)
     context.checked_engine()
     stoppers = []
     try:
@@ -39,6 +43,25 @@ def run_service(context: AppContext, parts: Parts, host: str, port: int) -> None
     finally:
         for stop in reversed(stoppers):
             stop()
+
+
+def web_context(context: AppContext) -> AppContext:
+    """The context the web part serves. Without a webhook secret, production refuses to
+    start (an unsigned webhook would let anyone queue work); development serves the API
+    and the dashboard without the webhook, and says so in one line."""
+    from bot.service.webhook import NO_SECRET, WebhookConfigError
+
+    settings = context.settings
+    secret = settings.webhook_secret
+    if not settings.webhook_enabled or (secret is not None and secret.get_secret_value()):
+        return context
+    if settings.environment is Environment.production:
+        raise WebhookConfigError(NO_SECRET)
+    log.warning(
+        "webhook off: PROBEWATCH_WEBHOOK_SECRET is not set, so GitHub's events are not "
+        "received (the API and dashboard are served); set it to turn the webhook on"
+    )
+    return replace(context, settings=settings.model_copy(update={"webhook_enabled": False}))
 
 
 def _start_scheduler(context: AppContext):  # type: ignore[no-untyped-def]

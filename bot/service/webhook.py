@@ -57,6 +57,12 @@ class Command(StrEnum):
     ignore = "ignore"
 
 
+NO_SECRET = (
+    "PROBEWATCH_WEBHOOK_SECRET is not set: set it, or disable the webhook with "
+    "PROBEWATCH_WEBHOOK_ENABLED=false"
+)
+
+
 class WebhookConfigError(ConfigError):
     """The webhook is enabled but has no secret to check signatures with."""
 
