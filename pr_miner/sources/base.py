@@ -37,6 +37,15 @@ class QuotaState:
     reset_at: datetime | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class ScanProgress:
+    """How far a source has read, told after each page of its listing and each file list."""
+
+    pages: int  # listing pages fetched
+    seen: int  # PRs listed so far, in the window or not
+    files: int = 0  # PRs whose changed files were fetched
+
+
 @dataclass(slots=True)
 class Scan:
     prs: list[MergedPR]

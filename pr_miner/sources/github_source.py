@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -22,7 +23,7 @@ import github
 from github.PullRequest import PullRequest
 
 from pr_miner.errors import BadCursor, EmptyRange, NotMerged
-from pr_miner.sources.base import QuotaState, Scan, ScanRequest
+from pr_miner.sources.base import QuotaState, Scan, ScanProgress, ScanRequest
 from pr_miner.sources.github_client import github_errors, reset_time
 from pr_miner.types import FileChange, HistoryEntry, MergedPR, PRRef, PRStyle
 from task_registry.types import CursorSource, DescriptionSource, PRKind
@@ -68,13 +69,28 @@ class _Listing:
 
 
 class GitHubSource:
-    """A ``PRSource`` over one repository's pull requests into one branch."""
+    """A ``PRSource`` over one repository's pull requests into one branch; ``on_progress``
+    hears of every page and file list it fetches (a long first run takes minutes)."""
 
-    def __init__(self, client: github.Github, repo: str, branch: str = "main") -> None:
+    def __init__(
+        self,
+        client: github.Github,
+        repo: str,
+        branch: str = "main",
+        on_progress: Callable[[ScanProgress], None] | None = None,
+    ) -> None:
         self.client = client
         self.repo = repo
         self.branch = branch
+        self.on_progress = on_progress
         self._raw: dict[int, dict[str, Any]] = {}
+        self._progress = ScanProgress(pages=0, seen=0)
+
+    def _advance(self, *, pages: int = 0, seen: int = 0, files: int = 0) -> None:
+        done = self._progress
+        self._progress = ScanProgress(done.pages + pages, done.seen + seen, done.files + files)
+        if self.on_progress is not None:
+            self.on_progress(self._progress)
 
     @property
     def cursor_source(self) -> CursorSource:
@@ -152,6 +168,7 @@ class GitHubSource:
         first_etag = response_headers.get("etag")
         items: list[dict[str, Any]] = []
         while True:
+            self._advance(pages=1, seen=len(page))
             fresh = [item for item in page if _parse_time(item["updated_at"]) >= bound]
             items.extend(fresh)
             next_url = _next_link(response_headers)
@@ -183,7 +200,9 @@ class GitHubSource:
         raw = self._raw[pr.ref.number]
         pull = self.client.create_from_raw_data(PullRequest, raw)
         with github_errors(self.repo, self.client):
-            return tuple(_file_change(entry) for entry in pull.get_files())
+            changes = tuple(_file_change(entry) for entry in pull.get_files())
+        self._advance(files=1)
+        return changes
 
 
 def _file_change(entry: Any) -> FileChange:
