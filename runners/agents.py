@@ -42,6 +42,7 @@ from runners.workspace import WorkspaceError, force_rmtree, git, resolve_commit
 
 DEFAULT_BUDGET_S = 2.5 * 3600  # InfraDev's budget per task
 PLACEHOLDERS = ("workdir", "statement", "statement_file", "model", "budget_s", "patch_file")
+STATEMENT_PLACEHOLDERS = ("statement", "statement_file")  # how the task reaches the agent
 STATEMENT_FILE = "statement.md"
 PATCH_FILE = "submission.patch"
 TRANSCRIPT_FILE = "transcript.log"
@@ -98,6 +99,17 @@ def check_template(template: str) -> None:
     if unknown:
         known = ", ".join(f"{{{p}}}" for p in PLACEHOLDERS)
         raise TemplateError(f"unknown placeholder(s) {unknown} in {template!r} (known: {known})")
+
+
+def check_agent_command(template: str) -> None:
+    """:func:`check_template`, and the statement passed on: an agent never shown the task's
+    statement works blind, and every grade it gets measures nothing."""
+    check_template(template)
+    if not set(_PLACEHOLDER.findall(template)) & set(STATEMENT_PLACEHOLDERS):
+        raise TemplateError(
+            f"command template {template!r} never gives the agent the task: add "
+            "{statement} (the text) or {statement_file} (its path) where it reads its prompt"
+        )
 
 
 def render_command(template: str, values: Mapping[str, str]) -> list[str]:
