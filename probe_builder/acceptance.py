@@ -26,6 +26,7 @@ from probe_builder.adversarial.survivors import (
     ControlJob,
     ControlRun,
     ControlRunner,
+    Selection,
     SurvivorReport,
     TaskRunSpec,
     Variant,
@@ -115,6 +116,8 @@ class AdversarialOutcome:
     survives_original: bool | None
     reason: str
     rejected_by: tuple[str, ...] = ()  # probe paths that fail on it
+    reach: str | None = None  # how the original tests met its line (Selection's value)
+    exercised_by: tuple[str, ...] = ()  # the original tests that run its line
 
     @property
     def evidence(self) -> bool:
@@ -514,7 +517,16 @@ def _adversarial_outcomes(
         verdict = search.verdict(adversarial.id)
         ref = ControlRef(kind=Control.adversarial, adversarial=adversarial.id)
         killers = tuple(o.probe.path for o in outcomes if ref in o.rejects)
-        found.append(AdversarialOutcome(adversarial.id, verdict.survives, verdict.reason, killers))
+        found.append(
+            AdversarialOutcome(
+                adversarial.id,
+                verdict.survives,
+                verdict.reason,
+                killers,
+                reach=str(verdict.selection),
+                exercised_by=verdict.tests if verdict.selection is Selection.covering else (),
+            )
+        )
     return tuple(found)
 
 

@@ -149,10 +149,10 @@ def render_coverage(table: CoverageTable) -> Table:
         "surviving adversarials",
     ):
         grid.add_column(column, overflow="fold")
-    for row in table.promises:
+    for number, row in enumerate(table.promises, 1):  # the report numbers promises alike
         quote = row.quote if len(row.quote) <= QUOTE_WIDTH else row.quote[: QUOTE_WIDTH - 1] + "…"
         cells = (
-            str(row.position),
+            str(number),
             str(row.category),
             quote,
             str(row.verdict or "-"),

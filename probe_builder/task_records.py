@@ -24,6 +24,7 @@ from sqlmodel import Session, col, delete, func, select
 from probe_builder.acceptance import (
     AcceptanceReport,
     AdversarialInput,
+    AdversarialOutcome,
     ProbeFile,
     ProbeOutcome,
 )
@@ -488,10 +489,8 @@ def validated_table(
     table = stored.table
     categories = {a.id: a.promise_category for a in table.adversarials}
     linked = [(o, promise_for(o, table, categories)) for o in report.probes]
-    survives = {a.id: a.survives_original for a in report.adversarials}
-    adversarials = [
-        a.model_copy(update={"survives_original": survives.get(a.id)}) for a in table.adversarials
-    ]
+    outcomes = {a.id: a for a in report.adversarials}
+    adversarials = [_judged(a, outcomes.get(a.id)) for a in table.adversarials]
     checks = [
         PromiseCheck(
             ExtractedPromise(
@@ -513,6 +512,18 @@ def validated_table(
         notes=[*kept_notes, *notes],
     )
     return new, linked
+
+
+def _judged(row: AdversarialCoverage, outcome: AdversarialOutcome | None) -> AdversarialCoverage:
+    if outcome is None:
+        return row.model_copy(update={"survives_original": None})
+    return row.model_copy(
+        update={
+            "survives_original": outcome.survives_original,
+            "reach": outcome.reach,
+            "exercised_by": list(outcome.exercised_by),
+        }
+    )
 
 
 def store_validation(

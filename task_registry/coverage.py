@@ -55,6 +55,11 @@ class AdversarialCoverage(BaseModel):
     description: str = ""
     survives_original: bool | None = None  # None: not run against the original tests yet
     rejected_by: list[str] = Field(default_factory=list)  # probe paths
+    # How the PR's tests met the mutated line: "covering" (the tests in ``exercised_by`` run
+    # it, by line coverage), "pr_tests" (no line data: the PR's test files judged it),
+    # "unexecuted" (no test runs it); None before validation.
+    reach: str | None = None
+    exercised_by: list[str] = Field(default_factory=list)  # node ids
 
 
 class PromiseCoverage(BaseModel):

@@ -1,12 +1,16 @@
-"""Render the probe-coverage report (Markdown) from the coverage table stored on a task.
+"""Render the maintainer report (Markdown) from the coverage table stored on a task.
 
-Problems come first: each promise the PR's tests miss, with its quote, the
-verdict, the surviving adversarial patch as a short diff in ``<details>``, and
-whether a validated probe catches it. Then what is checked, then one summary
-line. The body carries a hidden marker so the sticky comment can be found
-again, never @-mentions anyone (quoted text is defused), and stays under
-GitHub's comment limit by dropping problems from the end with a link to the
-full report on the dashboard.
+Verdict first: a headline with the count of gaps, one context line (merge commit, where
+validation ran, what the golden patch and the controls showed, what could not run), then
+one entry per gap (a distinct surviving patch, never one per promise it breaks) with the
+promise quoted once, the mutation's own hunk, the PR's tests that run its line and pass
+anyway, the assertion that would catch it and whether a validated probe confirms the link.
+Probe names and code never appear: probes are hidden. Entries past ``SHOWN_GAPS`` and the
+tables are folded, so the unfolded comment stays short; a footer explains the wording
+once and names the config file and the commands. The body carries a hidden marker so the
+sticky comment can be found again, never @-mentions anyone (quoted text is defused), and
+stays under GitHub's comment limit by dropping folded entries with a link to the full
+report on the dashboard.
 """
 
 from __future__ import annotations
@@ -20,6 +24,19 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
+from bot.report.evidence import (
+    Gap,
+    RunContext,
+    change_line,
+    context_line,
+    gaps,
+    mutation_hunk,
+    promise_list,
+    promise_numbers,
+    short_quote,
+    tests_sentence,
+    verdict_word,
+)
 from task_registry.coverage import CoverageTable, PromiseCoverage
 from task_registry.types import PromiseVerdict
 
@@ -28,9 +45,13 @@ GITHUB_BODY_LIMIT = 65_536
 # Headroom under GitHub's limit: it counts characters after its own normalisation.
 BODY_BUDGET = GITHUB_BODY_LIMIT - 1_536
 DIFF_LINES = 40
+SHOWN_GAPS = 3  # entries shown unfolded; the rest are one line each in a <details>
+CONFIG_FILE = ".github/probewatch.yml"
 TEMPLATES = Path(__file__).with_name("templates")
 ZERO_WIDTH_SPACE = "&#8203;"
 _BACKTICKS = re.compile(r"`+")
+_FENCE = re.compile(r"^(`{3,}|~{3,})")
+TABLE_ROWS = 30  # promises listed in the comment; the full report lists all
 
 
 @dataclass(frozen=True)
@@ -44,6 +65,8 @@ class ReportInput:
     merge_commit: str | None = None
     task_id: int | None = None
     patches: Mapping[str, str] = field(default_factory=dict)  # adversarial id -> its patch
+    golden_patch: str = ""  # the PR's code change: hunks are read against its result
+    context: RunContext = field(default_factory=RunContext)
 
     def ignoring(self, ignored: Callable[[str], bool]) -> ReportInput:
         """The same report without evidence in the paths ``ignored`` matches."""
@@ -70,71 +93,169 @@ def full_report_url(public_url: str, repo: str, pull_number: int) -> str:
     return f"{public_url.rstrip('/')}/reports/{repo}/{pull_number}"
 
 
-def summary_line(table: CoverageTable) -> str:
-    """One line: how many promises the PR's tests miss, how many probes catch, and what
-    could not run here."""
-    waiting = sum(1 for w in table.waiting if w.needs_gpu)
-    if not waiting:
-        return _promises_line(table)
-    return f"{_promises_line(table)[:-1]}; {waiting} test(s) wait for a GPU runner."
+def summary_line(table: CoverageTable, pull_number: int | None = None) -> str:
+    """The verdict in one line: the gaps and the promises they break, or why there are none."""
+    return f"probewatch: {headline(table, pull_number)}."
 
 
-def _promises_line(table: CoverageTable) -> str:
-    total, problems = len(table.promises), table.problems
-    if not problems:
-        checked = sum(1 for row in table.promises if row.verdict == PromiseVerdict.checked)
-        if checked == total:
-            return f"probewatch: the PR's tests check all {total} promise(s) probewatch found."
-        # Not checked is not yet a gap: no surviving patch shows one, so nothing to act on.
-        return (
-            f"probewatch: the PR's tests check {checked} of {total} promise(s) probewatch "
-            f"found; no surviving patch shows a gap in the other {total - checked}."
+def headline(table: CoverageTable, pull_number: int | None = None) -> str:
+    """The verdict without the name: what the check run's title and the comment lead with."""
+    pr = f"#{pull_number}" if pull_number is not None else "this PR"
+    found = gaps(table)
+    if found:
+        broken = {p.position for g in found for p in g.promises}
+        confirmed = sum(1 for g in found if g.confirmed)
+        noun = "gap" if len(found) == 1 else "gaps"
+        text = (
+            f"{len(found)} {noun} in what {pr} promises: its tests pass with "
+            f"{'a patch that breaks' if len(found) == 1 else 'patches that break'} "
+            f"{len(broken)} of its {len(table.promises)} promises"
         )
-    caught = sum(1 for row in problems if any(table.caught_by(s) for s in table.survivors_of(row)))
+        return f"{text}; a hidden probe confirms {confirmed}" if confirmed else text
+    judged = any(a.survives_original is not None for a in table.adversarials)
+    gpu = sum(1 for w in table.waiting if w.needs_gpu)
+    if not judged and table.waiting:
+        why = (
+            f"{gpu} of its tests need a GPU"
+            if gpu
+            else f"{len(table.waiting)} of its tests cannot run here"
+        )
+        return f"{pr} waits for a runner that can run its tests ({why})"
+    total = len(table.promises)
+    if not total:
+        return f"no promise found in {pr}'s description to check"
+    checked = sum(1 for row in table.promises if row.verdict == PromiseVerdict.checked)
+    if checked == total:
+        return f"{pr}'s tests check all {total} promises probewatch found"
+    # Not checked is not yet a gap: no surviving patch shows one, so nothing to act on.
     return (
-        f"probewatch: {len(problems)} of {total} promise(s) not checked by this PR's tests; "
-        f"a validated probe catches {caught} of them."
+        f"no gap found in {pr}: its tests check {checked} of {total} promises, and no patch "
+        f"that breaks the other {total - checked} passes them"
     )
 
 
 def render_report(report: ReportInput, *, full_url: str) -> RenderedReport:
-    """The comment body; problems are dropped from the end until it fits GitHub's limit."""
+    """The comment body; folded entries are dropped from the end until it fits GitHub's limit."""
     table = report.table
-    problems, summary = table.problems, summary_line(table)
-    for keep in range(len(problems), -1, -1):
-        body = _render(report, problems[:keep], len(problems) - keep, summary, full_url)
-        if len(body) <= BODY_BUDGET:
-            return RenderedReport(body, summary, table.actionable, len(problems) - keep)
-    cut = f"\n\n…cut to fit; see the [full report]({full_url}).\n"
-    return RenderedReport(body[: BODY_BUDGET - len(cut)] + cut, summary, table.actionable, 0)
+    summary = summary_line(table, report.pull_number)
+    shown, folded = _entries(report)
+    said = headline(table, report.pull_number)
+    low, high = 0, len(folded)  # the most folded entries that fit: a binary search
+    while low < high:
+        middle = (low + high + 1) // 2
+        if len(
+            _render(
+                report, shown, folded[:middle], len(folded) - middle, full_url, report_headline=said
+            )
+        ) <= (BODY_BUDGET):
+            low = middle
+        else:
+            high = middle - 1
+    omitted = len(folded) - low
+    body = _render(report, shown, folded[:low], omitted, full_url, report_headline=said)
+    if len(body) > BODY_BUDGET:
+        body = fit_markdown(body, BODY_BUDGET, full_url)
+    return RenderedReport(body, summary, table.actionable, omitted)
 
 
 def render_full_report(report: ReportInput, *, full_url: str) -> str:
-    """Every problem, whatever the length: the dashboard's version."""
-    table = report.table
-    return _render(report, table.problems, 0, summary_line(table), full_url)
+    """Every gap, whatever the length: the dashboard's version."""
+    shown, folded = _entries(report)
+    said = headline(report.table, report.pull_number)
+    return _render(report, shown, folded, 0, full_url, full=True, report_headline=said)
+
+
+def _entries(report: ReportInput) -> tuple[list[Entry], list[Entry]]:
+    """The gaps shown in full, and the rest, one line each."""
+    found = gaps(report.table)
+    shown = [_entry(report, gap, found[:i]) for i, gap in enumerate(found[:SHOWN_GAPS])]
+    return shown, [_entry(report, gap, []) for gap in found[SHOWN_GAPS:]]
 
 
 def _render(
     report: ReportInput,
-    problems: list[PromiseCoverage],
+    shown: list[Entry],
+    folded: list[Entry],
     omitted: int,
-    summary: str,
     full_url: str,
+    *,
+    full: bool = False,
+    report_headline: str = "",
 ) -> str:
+    table = report.table
+    listed = table.promises if full else table.promises[:TABLE_ROWS]
+    numbers = promise_numbers(table)
     return (
         _environment()
         .get_template("report.md.j2")
         .render(
             marker=REPORT_MARKER,
             report=report,
-            table=report.table,
-            problems=problems,
-            covered=report.table.covered,
+            table=table,
+            headline=report_headline,
+            icon="⚠️" if shown else ("⏳" if _waits(table) else "✅"),
+            context=context_line(report.context, len(table.waiting)),
+            commit=(report.merge_commit or "")[:10],
+            entries=shown,
+            folded=folded,
             omitted=omitted,
-            summary=summary,
+            promises=listed,
+            unlisted=len(table.promises) - len(listed),
+            config_file=CONFIG_FILE,
             full_url=full_url,
+            number_of=lambda p: numbers[p.position],
+            verdict_word=verdict_word,
+            short_quote=short_quote,
+            promise_list=lambda ps: promise_list(numbers, ps),
         )
+    )
+
+
+def _waits(table: CoverageTable) -> bool:
+    return bool(table.waiting) and not any(
+        a.survives_original is not None for a in table.adversarials
+    )
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A gap as one entry reads: what it breaks, the hunk, who runs the line, what would
+    catch it, and how sure the link is."""
+
+    gap: Gap
+    quoted: tuple[PromiseCoverage, ...]  # the lead promise, unless an earlier entry quoted it
+    others: tuple[PromiseCoverage, ...]  # the other promises it breaks, by number
+    hunk: str | None
+    change: str  # the mutation in a few words
+    suggestion: str  # the assertion that would catch it, or a pointer to an earlier entry
+    tests: str
+    link: str
+
+
+def _entry(report: ReportInput, gap: Gap, before: list[Gap]) -> Entry:
+    seen = {g.lead.position for g in before}
+    suggestion = gap.suggestion()
+    same = [i for i, g in enumerate(before, 1) if g.suggestion() == suggestion]
+    if gap.confirmed:
+        link = "Confirmed: a hidden probewatch test of this promise fails with this patch."
+    elif gap.caught:
+        link = (
+            "A hidden probewatch test fails with this patch; its link to the promise is "
+            "inferred from the code it changes."
+        )
+    else:
+        link = "Inferred from the code the patch changes: no validated probe tests it yet."
+    patch = report.patches.get(gap.patch.id, "")
+    hunk = mutation_hunk(report.golden_patch, patch, gap.patch.path) if patch else None
+    return Entry(
+        gap=gap,
+        quoted=() if gap.lead.position in seen else (gap.lead,),
+        others=tuple(p for p in gap.promises if p is not gap.lead),
+        hunk=hunk,
+        change=change_line(hunk, prose(gap.patch.description)),
+        suggestion=f"the same kind of assertion as for {same[0]}" if same else suggestion,
+        tests=tests_sentence(gap.patch),
+        link=link,
     )
 
 
@@ -186,3 +307,42 @@ def short_diff(patch: str, limit: int = DIFF_LINES) -> str:
     if len(lines) <= limit:
         return "\n".join(lines)
     return "\n".join([*lines[:limit], f"… {len(lines) - limit} more lines"])
+
+
+def fit_markdown(text: str, limit: int, full_url: str) -> str:
+    """``text`` cut to ``limit`` characters at a line boundary, with every code fence and
+    ``<details>`` block it leaves open closed, and a link to the rest."""
+    if len(text) <= limit:
+        return text
+    tail = f"\n\n…cut to fit; see the [full report]({full_url}).\n"
+    kept: list[str] = []
+    size = 0
+    for line in text.splitlines(keepends=True):
+        closing = _closers([*kept, line])
+        if size + len(line) + len(closing) + len(tail) > limit:
+            break
+        kept.append(line)
+        size += len(line)
+    closing = _closers(kept)
+    return "".join(kept).rstrip("\n") + closing + tail
+
+
+def _closes(line: str, fence: str) -> bool:
+    return len(line) >= len(fence) and set(line) == {fence[0]}
+
+
+def _closers(lines: list[str]) -> str:
+    """What must follow ``lines`` for every fence and details block they open to close."""
+    fence: str | None = None
+    details = 0
+    for line in lines:
+        stripped = line.strip()
+        match = _FENCE.match(stripped)
+        if fence is None and match:
+            fence = match.group(1)
+        elif fence is not None and _closes(stripped, fence):
+            fence = None
+        elif fence is None:
+            details += stripped.count("<details") - stripped.count("</details>")
+    closing = f"\n{fence}" if fence else ""
+    return closing + "\n\n</details>" * max(details, 0)

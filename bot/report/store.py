@@ -11,17 +11,19 @@ from dataclasses import dataclass
 
 from sqlmodel import Session
 
+from bot.report.evidence import run_context
 from bot.report.render import RenderedReport, ReportInput, full_report_url, render_report
 from task_registry.coverage import stored_coverage
 from task_registry.models import Task
 from task_registry.reports import get_or_create_report, save_report
 from task_registry.swebench import instance_id_for
-from task_registry.tasks import find_task, list_adversarials
+from task_registry.tasks import find_task, list_adversarials, list_validation_runs
 from task_registry.types import ReportStatus
 
 
 def report_input(session: Session, task: Task) -> ReportInput:
-    """The report's input for a stored task: its coverage table and the survivors' patches."""
+    """The report's input for a stored task: its coverage table, the survivors' patches, the
+    golden patch they are read against, and how its validation ran."""
     assert task.id is not None
     table = stored_coverage(task)
     named = {a.id for a in table.adversarials}
@@ -37,6 +39,8 @@ def report_input(session: Session, task: Task) -> ReportInput:
         merge_commit=task.merge_commit,
         task_id=task.id,
         patches=patches,
+        golden_patch=task.patch,
+        context=run_context(table, list_validation_runs(session=session, task_id=task.id)),
     )
 
 

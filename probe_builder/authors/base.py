@@ -136,7 +136,7 @@ class MechanicalAuthor:
                 source=PatchSource.mechanical,
                 patch=m.patch,
                 promise_category=m.promise_category,
-                description=f"{m.description}: {m.before} -> {m.after}",
+                description=_described(m.description, m.before, m.after),
                 operator=m.operator.value,
                 path=m.path,
                 line=m.line,
@@ -186,3 +186,8 @@ AUTHORS = AuthorRegistry({"mechanical": MechanicalAuthor, "openai": _openai_fact
 def create_author(name: str = DEFAULT_AUTHOR, **kwargs: Any) -> Author:
     """An author from the registry; ``openai`` needs ``config=`` and ``recorder=``."""
     return AUTHORS.create(name, **kwargs)
+
+
+def _described(what: str, before: str, after: str) -> str:
+    """The operator's words, with the line before and after unless they already say it."""
+    return what if "->" in what else f"{what}: {before} -> {after}"

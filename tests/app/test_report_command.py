@@ -39,7 +39,7 @@ def test_the_report_is_the_body_the_bot_would_post_and_nothing_is_stored(
         assert session.exec(select(PRReport)).all() == []
     url = full_report_url("http://127.0.0.1:8080", REPO, 7)
     assert shown.stdout == render_report(found, full_url=url).body
-    assert "Surviving patch <code>force_branch_true</code>" in shown.stdout
+    assert "#### 1. `pkg/sync.py:" in shown.stdout and "breaks promise" in shown.stdout
 
 
 def test_the_json_carries_the_body_its_summary_and_what_waits(
@@ -52,7 +52,7 @@ def test_the_json_carries_the_body_its_summary_and_what_waits(
     document = json.loads(shown.stdout)
     assert (document["repo"], document["pull_number"], document["actionable"]) == (REPO, 8, True)
     assert document["body"].startswith("<!-- probewatch:report v1 -->")
-    assert document["summary"].startswith("probewatch: 1 of 2 promise(s) not checked")
+    assert document["summary"].startswith("probewatch: 1 gap in what #8 promises")
     assert document["waiting"] == []
 
 

@@ -1376,6 +1376,7 @@ def _apply_check_fields(run: CheckRun, payload: Mapping[str, Any], now: datetime
         if not isinstance(payload["output"], Mapping):
             raise validation_failed("CheckRun", "output", "invalid")
         changes["output"] = dict(payload["output"])
+        _check_output(changes["output"])
     for stamp in ("started_at", "completed_at"):
         if stamp in payload:
             changes[stamp] = parse_timestamp(payload[stamp], "CheckRun", stamp)
@@ -1392,6 +1393,34 @@ def _apply_check_fields(run: CheckRun, payload: Mapping[str, Any], now: datetime
     if status == "completed":
         changes.setdefault("completed_at", run.completed_at or now)
     return replace(run, status=status, conclusion=conclusion, **changes)
+
+
+ANNOTATION_LEVELS = ("notice", "warning", "failure")
+ANNOTATIONS_PER_REQUEST = 50
+OUTPUT_TEXT_LIMIT = 65_535
+
+
+def _check_output(output: Mapping[str, Any]) -> None:
+    """GitHub's rules for a check run's output: title and summary, text and summary under
+    its limit, at most 50 annotations per request, each with a path, lines and a level."""
+    for name in ("title", "summary"):
+        if not isinstance(output.get(name), str):
+            raise validation_failed("CheckRun", f"output.{name}", "missing_field")
+    for name in ("summary", "text"):
+        if len(output.get(name) or "") > OUTPUT_TEXT_LIMIT:
+            raise validation_failed("CheckRun", f"output.{name}", "too_long")
+    annotations = output.get("annotations", [])
+    if not isinstance(annotations, list) or len(annotations) > ANNOTATIONS_PER_REQUEST:
+        raise validation_failed("CheckRun", "output.annotations", "invalid")
+    for item in annotations:
+        lines = (item.get("start_line"), item.get("end_line"))
+        if (
+            not isinstance(item.get("path"), str)
+            or not all(isinstance(n, int) and n >= 1 for n in lines)
+            or item.get("annotation_level") not in ANNOTATION_LEVELS
+            or not isinstance(item.get("message"), str)
+        ):
+            raise validation_failed("CheckRun", "output.annotations", "invalid")
 
 
 def parse_timestamp(value: Any, resource: str, name: str) -> datetime:

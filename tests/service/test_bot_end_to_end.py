@@ -41,8 +41,9 @@ def test_a_merged_pr_webhook_posts_exactly_one_report_comment(bot: Bot) -> None:
     assert len(comments) == 1
     body = comments[0].body
     assert body.startswith(REPORT_MARKER)
-    assert "reduces weight-sync traffic" in body and "force_branch_true" in body
-    assert "A validated probe catches it: `probes/test_probe_sync_traffic.py`" in body
+    assert "reduces weight-sync traffic" in body and "#### 1. `pkg/sync.py:" in body
+    assert "Confirmed: a hidden probewatch test of this promise fails" in body
+    assert "test_probe_sync_traffic" not in body  # probes are hidden
     with session_scope(bot.context.engine) as session:
         report = get_report(session=session, repo=REPO, pull_number=NUMBER)
         assert (report.status, report.comment_id) == (ReportStatus.posted, comments[0].id)
@@ -146,7 +147,7 @@ def test_dry_run_stores_the_report_and_posts_nothing(
         report = get_report(session=session, repo=REPO, pull_number=NUMBER)
         assert report.status == ReportStatus.dry_run and report.body.startswith(REPORT_MARKER)
     page = bot.client.get(f"/reports/{REPO}/{NUMBER}")
-    assert page.status_code == 200 and "force_branch_true" in page.text
+    assert page.status_code == 200 and "breaks promise" in page.text
 
 
 def test_in_repo_config_comment_false_is_honoured(bot: Bot) -> None:
@@ -170,7 +171,11 @@ def test_check_run_on_the_merge_commit_is_created_once_and_kept(bot: Bot) -> Non
 
     runs = bot.emulator.state.list_check_runs(REPO, bot.merge_sha, filter="all")
     assert [(r.name, r.conclusion) for r in runs] == [("probewatch", "neutral")]
-    assert "not checked by this PR's tests" in runs[0].output["summary"]
+    output = runs[0].output
+    assert output["title"].startswith("1 gap in what #") and "gap in what" in output["summary"]
+    assert [(a["path"], a["annotation_level"]) for a in output["annotations"]] == [
+        ("pkg/sync.py", "warning")
+    ]
     assert len(bot.comments()) == 1
 
 

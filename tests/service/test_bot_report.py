@@ -1,56 +1,93 @@
-"""The Markdown report: snapshots of its layout, and the rules a wrong renderer would break
-(problems first, no @-mentions, no raw HTML from quotes, under GitHub's limit with a link)."""
+"""The Markdown report a maintainer reads: snapshots of its layout, and the rules a wrong
+renderer breaks (one entry per surviving patch, the mutation's own hunk, verdict first with
+context, no probe names, no contradictions, a length budget, no @-mentions or raw HTML,
+under GitHub's limit with a link)."""
 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
 
+from bot.report.evidence import RunContext, gaps, mutation_hunk
 from bot.report.render import (
     BODY_BUDGET,
     GITHUB_BODY_LIMIT,
     REPORT_MARKER,
     ReportInput,
     fence,
+    fit_markdown,
+    render_full_report,
     render_report,
     short_diff,
 )
+from probe_builder.coverage import coverage_text
 from task_registry.coverage import (
     AdversarialCoverage,
     ControlRef,
     CoverageTable,
     ProbeCoverage,
     PromiseCoverage,
+    WaitingTest,
 )
 
 SNAPSHOTS = Path(__file__).parents[1] / "snapshots"
 UPDATE = os.environ.get("PROBEWATCH_UPDATE_SNAPSHOTS") == "1"
 URL = "https://probewatch.example/reports/acme/infra-lib/5"
-PATCH = """diff --git a/pkg/sync.py b/pkg/sync.py
+TRAFFIC_PROBE = "probes/test_traffic.py"
+LINE_BUDGET = 60
+
+# The PR: a changelog line first, then the code the promises are about.
+GOLDEN = """diff --git a/CHANGELOG.md b/CHANGELOG.md
+--- a/CHANGELOG.md
++++ b/CHANGELOG.md
+@@ -1,2 +1,3 @@
+ # Changes
++- Weight sync sends only changed parameters.
+{blank}
+diff --git a/pkg/sync.py b/pkg/sync.py
 --- a/pkg/sync.py
 +++ b/pkg/sync.py
-@@ -1,3 +1,4 @@
+@@ -1,3 +1,9 @@
  def sync(params, send):
--    if value.version != _sent.get(name):
-+    if True:
-         send(name, value)
-"""
-TRAFFIC_PROBE = "probes/test_traffic.py"
+-    for name, value in params.items():
+-        send(name, value)
++    for name, value in params.items():
++        if value.version != _sent.get(name):
++            send(name, value)
++            _sent[name] = value.version
++
++
++def reset():
++    _sent.clear()
+""".format(blank=" ")
+
+
+def mutated(old: str, new: str) -> str:
+    """The golden patch with one of its added lines changed: what a mutant's patch is."""
+    assert f"+{old}\n" in GOLDEN
+    return GOLDEN.replace(f"+{old}\n", f"+{new}\n")
+
+
+BRANCH = mutated("        if value.version != _sent.get(name):", "        if True:")
+CLEAR = mutated("    _sent.clear()", "    pass")
 
 
 @dataclass(frozen=True)
 class Survivor:
     number: int
     caught_by: tuple[str, ...]
-    patch: str = PATCH
+    patch: str = BRANCH
+    line: int = 3
+    exercised_by: tuple[str, ...] = ("tests/test_sync.py::test_sync_sends",)
 
 
 @dataclass(frozen=True)
 class Row:
-    """A promise as the report shows it; ``table`` turns rows into the stored model."""
+    """A promise as the report shows it; ``report`` turns rows into the stored model."""
 
     category: str
     quote: str
@@ -64,8 +101,8 @@ def survivor(number: int = 1, caught: tuple[str, ...] = (TRAFFIC_PROBE,)) -> Sur
     return Survivor(number, caught)
 
 
-def table(*rows: Row) -> ReportInput:
-    promises, probes, adversarials, patches = [], [], [], {}
+def report(*rows: Row, context: RunContext | None = None) -> ReportInput:
+    promises, probes, adversarials, patches = [], [], {}, {}
     for position, row in enumerate(rows):
         for path, status, rejects in row.probes:
             refs = [ControlRef(kind=kind) for kind in rejects]
@@ -73,17 +110,17 @@ def table(*rows: Row) -> ReportInput:
                 ProbeCoverage(path=path, promise_position=position, status=status, rejects=refs)
             )
         for s in row.survivors:
-            adversarials.append(
-                AdversarialCoverage(
-                    id=str(s.number),
-                    operator="force_branch_true",
-                    path="pkg/sync.py",
-                    line=2,
-                    promise_category=row.category,
-                    description="sends every parameter",
-                    survives_original=True,
-                    rejected_by=list(s.caught_by),
-                )
+            adversarials[str(s.number)] = AdversarialCoverage(
+                id=str(s.number),
+                operator="force_branch_true",
+                path="pkg/sync.py",
+                line=s.line,
+                promise_category=row.category,
+                description="'if …' -> 'if True:'",
+                survives_original=True,
+                rejected_by=list(s.caught_by),
+                reach="covering" if s.exercised_by else "unexecuted",
+                exercised_by=list(s.exercised_by),
             )
             patches[str(s.number)] = s.patch
         promises.append(
@@ -101,7 +138,8 @@ def table(*rows: Row) -> ReportInput:
         instance_id="acme__infra-lib-5",
         promises=promises,
         probes=probes,
-        adversarials=adversarials,
+        adversarials=list(adversarials.values()),
+        original_rejects=[ControlRef(kind="snapshot")],
     )
     return ReportInput(
         repo="acme/infra-lib",
@@ -110,9 +148,21 @@ def table(*rows: Row) -> ReportInput:
         merge_commit="c" * 40,
         task_id=1,
         patches=patches,
+        golden_patch=GOLDEN,
+        context=context or CONTEXT,
     )
 
 
+CONTEXT = RunContext(
+    runners=("local",),
+    golden_passed=4,
+    golden_tests=4,
+    probe_runs=3,
+    probe_passes=3,
+    controls={"snapshot": True, "hollow": False},
+    mutants=6,
+    survivors=2,
+)
 TRAFFIC = Row(
     category="resource.traffic",
     quote="Reduces weight-sync traffic by sending only changed parameters.",
@@ -123,9 +173,9 @@ TRAFFIC = Row(
 )
 STATE = Row(
     category="state",
-    quote="reset() clears the cache",
+    quote="reset() clears what was sent",
     verdict="exercised",
-    survivors=(survivor(2, caught=()),),
+    survivors=(Survivor(2, (), CLEAR, 9, ()),),
 )
 FUNCTIONAL = Row(category="functional", quote="final weights match", verdict="checked")
 
@@ -141,64 +191,185 @@ def check_snapshot(name: str, body: str) -> None:
     )
 
 
-def test_report_with_problems_matches_its_snapshot() -> None:
+def visible_lines(body: str) -> list[str]:
+    """The non-blank lines a reader sees before unfolding anything."""
+    shown, depth = [], 0
+    for line in body.splitlines():
+        opens = line.count("<details")
+        if depth == 0 and line.strip() and not opens:
+            shown.append(line)
+        depth += opens - line.count("</details>")
+    return shown
+
+
+def entries(body: str) -> list[str]:
+    return re.findall(r"^#### \d+\. .*$", body, flags=re.MULTILINE)
+
+
+def test_report_with_gaps_matches_its_snapshot() -> None:
     check_snapshot(
-        "report_problems.md", render_report(table(FUNCTIONAL, TRAFFIC, STATE), full_url=URL).body
+        "report_problems.md", render_report(report(FUNCTIONAL, TRAFFIC, STATE), full_url=URL).body
     )
 
 
-def test_report_without_problems_matches_its_snapshot() -> None:
-    rendered = render_report(table(FUNCTIONAL), full_url=URL)
+def test_report_without_gaps_matches_its_snapshot() -> None:
+    rendered = render_report(report(FUNCTIONAL), full_url=URL)
     check_snapshot("report_all_checked.md", rendered.body)
     assert not rendered.actionable
 
 
-def test_problems_come_before_what_is_checked_and_the_summary_is_last() -> None:
-    body = render_report(table(FUNCTIONAL, TRAFFIC), full_url=URL).body
-    assert body.startswith(REPORT_MARKER + "\n")
-    assert (
-        body.index("resource.traffic")
-        < body.index("**What is checked**")
-        < body.index("final weights match")
+def test_one_surviving_patch_breaking_several_promises_is_one_entry() -> None:
+    # The same patch under four promises that restate one behaviour: one entry, listing them.
+    rows = [replace(TRAFFIC, quote=f"sends only changed parameters, take {i}") for i in range(4)]
+    body = render_report(report(*rows), full_url=URL).body
+    assert len(entries(body)) == 1
+    assert "breaks promises 1, 2, 3 and 4" in entries(body)[0]
+    assert body.count("sends only changed parameters, take 0") == 2  # the entry, the table
+    assert "take 1" not in body.split("<details>")[0]
+
+
+def test_caught_is_said_once_and_the_same_for_every_promise_the_patch_breaks() -> None:
+    # A probe written for promise 1 rejects the patch; promise 2 is broken by the same patch.
+    other = replace(TRAFFIC, quote="no traffic for unchanged weights", probes=())
+    rendered = render_report(report(TRAFFIC, other), full_url=URL)
+    assert "no validated probe tests it yet" not in rendered.body
+    assert rendered.body.count("Confirmed: a hidden probewatch test") == 1
+    assert rendered.summary.endswith("a hidden probe confirms 1.")
+    assert "1 gap in what #5 promises" in rendered.summary
+
+
+def test_an_uncaught_patch_says_its_link_is_inferred() -> None:
+    body = render_report(report(STATE), full_url=URL).body
+    assert "Inferred from the code the patch changes: no validated probe tests it yet." in body
+
+
+def test_the_diff_is_the_mutations_own_hunk_against_the_merged_code() -> None:
+    body = render_report(report(TRAFFIC), full_url=URL).body
+    diff = body.split("```diff\n", 1)[1].split("\n```", 1)[0].splitlines()
+    assert "-        if value.version != _sent.get(name):" in diff
+    assert "+        if True:" in diff
+    assert 3 <= len(diff) <= 7
+    assert "CHANGELOG" not in body
+
+
+def test_mutation_hunk_of_a_removed_line_and_of_a_file_the_golden_patch_leaves_alone() -> None:
+    assert mutation_hunk(GOLDEN, CLEAR, "pkg/sync.py") == (
+        " \n def reset():\n-    _sent.clear()\n+    pass"
     )
-    assert body.rstrip().splitlines()[-1].startswith("probewatch: 1 of 2 promise(s) not checked")
+    assert mutation_hunk(GOLDEN, GOLDEN, "pkg/sync.py") is None
+    assert mutation_hunk(GOLDEN, "not a diff", "pkg/sync.py") is None
 
 
-def test_a_checked_promise_with_a_survivor_is_not_a_problem() -> None:
+def test_no_probe_path_or_probe_code_appears() -> None:
+    body = render_full_report(report(FUNCTIONAL, TRAFFIC, STATE), full_url=URL)
+    assert TRAFFIC_PROBE not in body and "test_traffic" not in body
+
+
+def test_the_verdict_comes_first_then_the_context() -> None:
+    body = render_report(report(FUNCTIONAL, TRAFFIC, STATE), full_url=URL).body
+    lines = body.splitlines()
+    assert lines[0] == REPORT_MARKER
+    assert lines[1].startswith("### ⚠️ probewatch: 2 gaps in what #5 promises")
+    context = lines[3]
+    assert context.startswith("<sub>As of merge commit `cccccccccc`")
+    for part in ("`local` (CPU only)", "passes 4 of 4 PR tests", "pre-change code fails them"):
+        assert part in context
+    assert "hollow patch passes them" in context and "2 of 6 mutants" in context
+
+
+def test_each_entry_names_the_tests_that_run_the_line_and_what_would_catch_it() -> None:
+    body = render_report(report(TRAFFIC, STATE), full_url=URL).body
+    traffic, state = body.split("#### ")[1:3]
+    assert "`test_sync.py::test_sync_sends` runs this line and passes anyway." in traffic
+    assert "count what is sent" in traffic and "(promised: only changed parameters)" in traffic
+    assert "None of the PR's tests run this line." in state
+    assert "after `reset()`" in state
+
+
+def test_the_wording_is_explained_once_and_the_config_file_named() -> None:
+    body = render_report(report(TRAFFIC, STATE), full_url=URL).body
+    assert body.count("*exercised*:") == 1
+    assert "`.github/probewatch.yml`" in body and "/probewatch rerun" in body
+
+
+def test_many_gaps_stay_within_the_line_budget_with_the_rest_folded() -> None:
+    rows = [
+        replace(TRAFFIC, quote=f"promise {i}", survivors=(replace(survivor(i), line=3 + i),))
+        for i in range(12)
+    ]
+    body = render_report(report(*rows), full_url=URL).body
+    assert len(entries(body)) == 3
+    assert "<summary>9 more gaps</summary>" in body
+    assert len(visible_lines(body)) <= LINE_BUDGET
+
+
+def test_a_checked_promise_with_a_survivor_is_not_a_gap() -> None:
     row = replace(TRAFFIC, verdict="checked")
-    assert not render_report(table(row), full_url=URL).actionable
+    assert not render_report(report(row), full_url=URL).actionable
 
 
-def test_an_unchecked_promise_without_evidence_is_not_a_problem() -> None:
+def test_an_unchecked_promise_without_evidence_is_not_a_gap_nor_called_checked() -> None:
     row = replace(TRAFFIC, survivors=())
-    rendered = render_report(table(FUNCTIONAL, row), full_url=URL)
+    rendered = render_report(report(FUNCTIONAL, row), full_url=URL)
     assert not rendered.actionable
-    # ...nor is it called checked.
     assert rendered.summary == (
-        "probewatch: the PR's tests check 1 of 2 promise(s) probewatch found; "
-        "no surviving patch shows a gap in the other 1."
+        "probewatch: no gap found in #5: its tests check 1 of 2 promises, and no patch "
+        "that breaks the other 1 passes them."
     )
+
+
+def test_a_task_whose_tests_all_wait_says_so_first() -> None:
+    waiting = report(replace(TRAFFIC, survivors=()))
+    table = waiting.table.model_copy(
+        update={"waiting": [WaitingTest(path="tests/test_gpu.py", reason="needs 1 GPU")]}
+    )
+    rendered = render_report(replace(waiting, table=table, context=RunContext()), full_url=URL)
+    first = rendered.body.splitlines()[1]
+    assert first == (
+        "### ⏳ probewatch: #5 waits for a runner that can run its tests (1 of its tests need a GPU)"
+    )
+    assert "not validated yet" in rendered.body and "tests/test_gpu.py" in rendered.body
+
+
+def test_promise_numbers_match_probewatch_show() -> None:
+    found = report(FUNCTIONAL, TRAFFIC, STATE)
+    body = render_report(found, full_url=URL).body
+    assert "breaks promise 2" in body and "breaks promise 3" in body
+    shown = coverage_text(found.table)
+    row = next(line for line in shown.splitlines() if "resource.traffic" in line)
+    assert row.split("│")[1].strip() == "2"
 
 
 def test_quoted_text_cannot_mention_anyone_or_inject_html() -> None:
     row = replace(TRAFFIC, quote="Thanks @alice and @org/team <!-- x --> <img src=x>")
-    body = render_report(table(row), full_url=URL).body
+    body = render_report(report(row), full_url=URL).body
     assert "@alice" not in body and "@org/team" not in body
     assert "@&#8203;alice" in body
     assert "<img" not in body and "<!-- x -->" not in body
 
 
 def test_a_long_report_is_cut_to_fit_with_a_link_to_the_full_report() -> None:
-    big_patch = "\n".join(f"+line {i} " + "x" * 200 for i in range(39))
-    rows = [
-        replace(TRAFFIC, quote=f"promise {i}", survivors=(replace(survivor(i), patch=big_patch),))
-        for i in range(40)
-    ]
-    rendered = render_report(table(*rows), full_url=URL)
+    # Each folded entry is one line; a thousand of them do not fit in one comment.
+    rows = [replace(TRAFFIC, quote=f"promise {i}", survivors=(survivor(i),)) for i in range(1_000)]
+    found = report(*rows)
+    rendered = render_report(found, full_url=URL)
     assert len(rendered.body) <= BODY_BUDGET < GITHUB_BODY_LIMIT
     assert rendered.omitted > 0
     assert f"…and {rendered.omitted} more: see the [full report]({URL})" in rendered.body
-    assert "promise 0" in rendered.body and "promise 39\n" not in rendered.body
+    assert "…and 970 more in the [full report]" in rendered.body  # the promise table's rows
+    assert len(gaps(found.table)) == 1_000
+    assert render_full_report(found, full_url=URL).count("\n| 1000 |") == 1
+
+
+def test_a_cut_never_leaves_a_fence_or_a_details_block_open() -> None:
+    body = (
+        "head\n<details><summary>x</summary>\n\n```diff\n" + "+line\n" * 500 + "```\n</details>\n"
+    )
+    cut = fit_markdown(body, 400, URL)
+    assert len(cut) <= 400
+    assert cut.count("```") % 2 == 0
+    assert cut.count("<details>") == cut.count("</details>")
+    assert cut.endswith(f"see the [full report]({URL}).\n")
 
 
 def test_fence_outgrows_backticks_inside_the_diff() -> None:
@@ -215,7 +386,7 @@ def test_short_diff_keeps_the_head_and_counts_the_rest() -> None:
 @pytest.mark.parametrize("count", [0, 1])
 def test_body_hash_follows_the_body(count: int) -> None:
     rows = (FUNCTIONAL, TRAFFIC)[: count + 1]
-    rendered = render_report(table(*rows), full_url=URL)
-    other = render_report(table(*rows), full_url=URL + "?v=2")
-    assert rendered.body_hash == render_report(table(*rows), full_url=URL).body_hash
+    rendered = render_report(report(*rows), full_url=URL)
+    other = render_report(report(*rows), full_url=URL + "?v=2")
+    assert rendered.body_hash == render_report(report(*rows), full_url=URL).body_hash
     assert rendered.body_hash != other.body_hash

@@ -14,10 +14,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from github import UnknownObjectException
 
+from bot.report.check import CheckOutput
 from bot.report.render import REPORT_MARKER, body_hash
 from bot.service.github.repo_config import RepoConfig
 from task_registry.models import PRReport
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
     from github.Repository import Repository
 
 CHECK_RUN_NAME = "probewatch"
-CHECK_TEXT_LIMIT = 65_535
 
 
 class PostAction(StrEnum):
@@ -129,27 +129,22 @@ class CheckResult:
     check_run_id: int | None = None
 
 
-def check_hash(report: PRReport) -> str:
-    return body_hash(f"{report.summary}\n{report.body}")
-
-
-def publish_check_run(repo: Repository, report: PRReport) -> CheckResult:
-    """One check run named ``probewatch`` on the merge commit, updated when the report changes."""
+def publish_check_run(repo: Repository, report: PRReport, output: CheckOutput) -> CheckResult:
+    """One check run named ``probewatch`` on the merge commit, updated when its output changes."""
     assert report.merge_sha is not None
-    wanted = check_hash(report)
-    if report.check_run_id is not None and report.check_run_hash == wanted:
+    if report.check_run_id is not None and report.check_run_hash == output.hash:
         return CheckResult(PostAction.unchanged, report.check_run_id)
-    conclusion, output = _check_outcome(report)
+    conclusion = _conclusion(report)
     found = _find_check_run(repo, report)
     if found is not None:
-        found.edit(status="completed", conclusion=conclusion, output=output)
+        found.edit(status="completed", conclusion=conclusion, output=output.as_github())
         return CheckResult(PostAction.edited, found.id)
     run = repo.create_check_run(
         name=CHECK_RUN_NAME,
         head_sha=report.merge_sha,
         status="completed",
         conclusion=conclusion,
-        output=output,
+        output=output.as_github(),
     )
     return CheckResult(PostAction.created, run.id)
 
@@ -165,15 +160,9 @@ def _find_check_run(repo: Repository, report: PRReport):  # type: ignore[no-unty
     return next(iter(runs), None)
 
 
-def _check_outcome(report: PRReport) -> tuple[str, dict[str, Any]]:
+def _conclusion(report: PRReport) -> str:
     # Upstream CI must not turn red because of probewatch: a gap is "neutral", not "failure".
-    conclusion = "neutral" if report.actionable else "success"
-    output = {
-        "title": "probe coverage",
-        "summary": report.summary,
-        "text": report.body[:CHECK_TEXT_LIMIT],
-    }
-    return conclusion, output
+    return "neutral" if report.actionable else "success"
 
 
 def wait_for(take: Callable[[], bool], timeout_s: float, step_s: float = 0.2) -> bool:

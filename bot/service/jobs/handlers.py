@@ -20,6 +20,8 @@ from sqlmodel import Session
 
 from bot.context import AppContext
 from bot.pipeline import ensure_task, mine_one_pr, poll_merged
+from bot.report.check import check_output
+from bot.report.render import full_report_url
 from bot.report.store import load_report_input, store_report
 from bot.repos import run_settings
 from bot.service.github.client import GitHubClients
@@ -28,7 +30,6 @@ from bot.service.github.posting import (
     COMMENT_RULES,
     PostAction,
     PostContext,
-    check_hash,
     publish_check_run,
     publish_comment,
     skip_reason,
@@ -201,7 +202,7 @@ def _post_locked(ctx: JobContext, job: PRPayload, watched: WatchedRepo) -> dict[
     )
     result = {"comment": _comment(ctx, pull, context)}
     check_skip = skip_reason(CHECK_RULES, context)
-    result["check_run"] = check_skip or _check_run(ctx, gh_repo, report)
+    result["check_run"] = check_skip or _check_run(ctx, gh_repo, context)
     return result
 
 
@@ -223,9 +224,18 @@ def _comment(ctx: JobContext, pull: Any, context: PostContext) -> str:
     return str(outcome.action)
 
 
-def _check_run(ctx: JobContext, gh_repo: Any, report: PRReport) -> str:
-    outcome = publish_check_run(gh_repo, report)
-    _store(ctx, report, check_run_id=outcome.check_run_id, check_run_hash=check_hash(report))
+def _check_run(ctx: JobContext, gh_repo: Any, context: PostContext) -> str:
+    report = context.report
+    with ctx.session() as session:
+        found = load_report_input(session=session, repo=report.repo, number=report.pull_number)
+    output = check_output(
+        found.ignoring(context.config.ignores) if found is not None else None,
+        body=report.body,
+        summary=report.summary,
+        full_url=full_report_url(ctx.settings.public_url, report.repo, report.pull_number),
+    )
+    outcome = publish_check_run(gh_repo, report, output)
+    _store(ctx, report, check_run_id=outcome.check_run_id, check_run_hash=output.hash)
     return str(outcome.action)
 
 
