@@ -1,11 +1,13 @@
 """``probewatch build``, ``validate`` and ``show``: from an accepted candidate to a validated task.
 
-``build INSTANCE`` derives the task from the candidate PR and a local mirror
+``build TASK`` derives the task from the candidate PR and a local mirror
 of its repository (``--git``, else the one the service keeps): patch split,
 promises, assertion profile, contract, statement, hollow and adversarial
-patches. ``validate INSTANCE`` runs the acceptance protocol on this host
+patches. ``validate TASK`` runs the acceptance protocol on this host
 with the probes in ``--probes DIR`` (or those already stored) and stores the
-coverage table; ``show INSTANCE`` prints it. Runs show progress on stderr, so
+coverage table; ``show TASK`` prints it. A task is named by its instance id
+(``OWNER__NAME-N``) or its pull request (``OWNER/NAME#N``). A rebuild that takes
+a validated task back to built says so. Runs show progress on stderr, so
 ``--json`` output on stdout stays clean. Heavy modules load inside the commands.
 """
 
@@ -22,6 +24,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from bot.cli.common import app_context, console, err_console, fail
+from bot.cli.refs import TASK_HELP, TASK_METAVAR, PullRef, pull_ref
 
 if TYPE_CHECKING:
     from bot.context import AppContext
@@ -32,22 +35,18 @@ if TYPE_CHECKING:
         RepoSettings,
         ValidationResult,
     )
+    from task_registry.types import TaskStatus
 
 RUNS_FOLDER = "runs"  # under the home folder: the work trees of validation runs
 
 
-def repo_settings(context: AppContext, instance: str) -> tuple[RepoSettings, WatchedRepo | None]:
+def repo_settings(context: AppContext, ref: PullRef) -> tuple[RepoSettings, WatchedRepo | None]:
     """The repository's run settings and mirror from the watch file (``bot.repos``), or the
     defaults for a repository it does not list."""
     from bot.repos import run_settings
-    from probe_builder.pipeline import PipelineError, parse_instance_id
 
-    try:
-        repo, _ = parse_instance_id(instance)
-    except PipelineError as exc:
-        raise typer.BadParameter(str(exc), param_hint="INSTANCE") from None
     watch = context.watch_file()
-    watched = watch.find(repo)
+    watched = watch.find(ref.repo)
     settings = run_settings(watched, settings=context.settings, watch=watch)
     return settings, watched
 
@@ -89,10 +88,14 @@ def _print_json(document: Any) -> None:
 
 def build(
     ctx: typer.Context,
-    instance: Annotated[str, typer.Argument(help="Instance id: OWNER__NAME-NUMBER.")],
+    task: Annotated[str, typer.Argument(metavar=TASK_METAVAR, help=TASK_HELP)],
     git: Annotated[
         Path | None,
-        typer.Option("--git", help="Local clone or mirror (default: the watched repository's)."),
+        typer.Option(
+            "--git",
+            metavar="PATH",
+            help="Local clone or mirror (default: the watched repository's).",
+        ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
 ) -> None:
@@ -100,10 +103,13 @@ def build(
     from bot.authoring import configured_author
     from probe_builder.pipeline import build_task
 
+    ref = pull_ref(task)
+    instance = ref.instance_id
     context = app_context(ctx)
-    settings, watched = repo_settings(context, instance)
+    settings, watched = repo_settings(context, ref)
     mirror = _mirror(context, git, watched, instance)
     engine = context.checked_engine()
+    before = _stored_status(context, instance)
     with _progress(f"building {instance}") as show:
         result = build_task(
             engine=engine,
@@ -114,16 +120,44 @@ def build(
             progress=show,
         )
     if as_json:
-        _print_json(build_summary(result))
+        _print_json(build_summary(result, before))
         return
-    _print_build(result)
+    _print_build(result, before)
 
 
-def build_summary(result: BuildResult) -> dict[str, Any]:
+def _stored_status(context: AppContext, instance: str) -> TaskStatus | None:
+    """The task's status before this build; None when it is new."""
+    from task_registry.tasks import find_task
+    from task_registry.types import TaskStatus
+
+    with context.session() as session:
+        row = find_task(session=session, instance_id=instance)
+        return TaskStatus(row.status) if row is not None else None
+
+
+def status_change(result: BuildResult, before: TaskStatus | None) -> str | None:
+    """What a curator must hear when a rebuild takes a task back a step; None otherwise.
+
+    An unchanged rebuild keeps the status; a changed one replaces the promises and
+    adversarials the validation judged, so that validation no longer holds.
+    """
+    from task_registry.types import TaskStatus
+
+    if before is not TaskStatus.validated or result.status == before:
+        return None
+    return (
+        f"{result.instance_id} was {before}; its material changed, so it is {result.status} "
+        f"again: run `probewatch validate {result.instance_id}` to validate it again"
+    )
+
+
+def build_summary(result: BuildResult, before: TaskStatus | None = None) -> dict[str, Any]:
     return {
         "instance_id": result.instance_id,
         "action": str(result.action),
         "status": str(result.status),
+        "previous_status": str(before) if before is not None else None,
+        "status_change": status_change(result, before),
         "promises": result.promises,
         "adversarials": result.adversarials,
         "statement_lint_ok": result.lint_ok,
@@ -132,7 +166,7 @@ def build_summary(result: BuildResult) -> dict[str, Any]:
     }
 
 
-def _print_build(result: BuildResult) -> None:
+def _print_build(result: BuildResult, before: TaskStatus | None) -> None:
     out = console()
     out.print(
         f"{result.instance_id}: {result.action}, status {result.status}: "
@@ -141,6 +175,9 @@ def _print_build(result: BuildResult) -> None:
         f"leak check {'ok' if result.leaks_ok else 'FAILED'}",
         highlight=False,
     )
+    change = status_change(result, before)
+    if change is not None:
+        out.print(f"  {change}", markup=False, highlight=False)
     for note in result.notes:
         out.print(f"  note: {note}", markup=False, highlight=False)
 
@@ -150,11 +187,12 @@ def _print_build(result: BuildResult) -> None:
 
 def validate(
     ctx: typer.Context,
-    instance: Annotated[str, typer.Argument(help="Instance id: OWNER__NAME-NUMBER.")],
+    task: Annotated[str, typer.Argument(metavar=TASK_METAVAR, help=TASK_HELP)],
     probes: Annotated[
         Path | None,
         typer.Option(
             "--probes",
+            metavar="DIR",
             help="Folder of probe files (test_*.py; an optional probes.toml maps a file to "
             "its promise category under a categories table). "
             "Default: the probes already stored for the task.",
@@ -162,10 +200,15 @@ def validate(
     ] = None,
     git: Annotated[
         Path | None,
-        typer.Option("--git", help="Local clone or mirror (default: the watched repository's)."),
+        typer.Option(
+            "--git",
+            metavar="PATH",
+            help="Local clone or mirror (default: the watched repository's).",
+        ),
     ] = None,
     cpu_slots: Annotated[
-        int | None, typer.Option(min=1, help="Parallel CPU runs (default: half the cores).")
+        int | None,
+        typer.Option(min=1, metavar="N", help="Parallel CPU runs (default: half the cores)."),
     ] = None,
     no_coverage: Annotated[
         bool,
@@ -179,21 +222,22 @@ def validate(
     """Run the acceptance protocol (golden x3, snapshot, hollow, adversarials) and store it."""
     from bot.authoring import configured_author
     from bot.repos import validation_backend
-    from probe_builder.pipeline import load_probe_folder, parse_instance_id, validate_task
+    from probe_builder.pipeline import load_probe_folder, validate_task
     from runners.types import Hardware
     from task_registry.tasks import get_task
 
+    ref = pull_ref(task)
+    instance = ref.instance_id
     context = app_context(ctx)
-    settings, watched = repo_settings(context, instance)
+    settings, watched = repo_settings(context, ref)
     mirror = _mirror(context, git, watched, instance)
     root = context.settings.home / RUNS_FOLDER
     engine = context.checked_engine()
     with context.session() as session:
-        task = get_task(session=session, instance_id=instance)
-        hardware = Hardware(task.gpus, task.gpu_type)
-    repo, _ = parse_instance_id(instance)
+        row = get_task(session=session, instance_id=instance)
+        hardware = Hardware(row.gpus, row.gpu_type)
     backend = validation_backend(
-        context.settings, context.watch_file(), repo, hardware, cpu_slots=cpu_slots
+        context.settings, context.watch_file(), ref.repo, hardware, cpu_slots=cpu_slots
     )
     with _progress(f"validating {instance}") as show:
         chosen = load_probe_folder(probes) if probes is not None else None
@@ -275,7 +319,7 @@ def _print_validation(result: ValidationResult) -> None:
 
 def show(
     ctx: typer.Context,
-    instance: Annotated[str, typer.Argument(help="Instance id: OWNER__NAME-NUMBER.")],
+    task: Annotated[str, typer.Argument(metavar=TASK_METAVAR, help=TASK_HELP)],
     as_json: Annotated[bool, typer.Option("--json", help="Print the table as JSON.")] = False,
 ) -> None:
     """Print a task's coverage table: promise, PR-test verdict, probes, controls, survivors."""
@@ -283,10 +327,11 @@ def show(
     from task_registry.coverage import CoverageTable
     from task_registry.tasks import get_task
 
+    instance = pull_ref(task).instance_id
     with app_context(ctx).session() as session:
-        task = get_task(session=session, instance_id=instance)
-        status, coverage = task.status, task.coverage
-        f2p, p2p = len(task.fail_to_pass), len(task.pass_to_pass)
+        row = get_task(session=session, instance_id=instance)
+        status, coverage = row.status, row.coverage
+        f2p, p2p = len(row.fail_to_pass), len(row.pass_to_pass)
     if not coverage:
         fail(f"task {instance} has no coverage table yet: run `probewatch build {instance}`")
     table = CoverageTable.model_validate(coverage)

@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from bot.cli.common import app_context, console
+from bot.cli.common import ProbewatchTyper, app_context, console
 
 if TYPE_CHECKING:
     from runners.env import EnvHome, Prepared
 
-envs_app = typer.Typer(
+envs_app = ProbewatchTyper(
     help="Shared environments: list, du, dedupe, gc, build.", no_args_is_help=True
 )
 
@@ -142,13 +142,18 @@ def dedupe(
 def gc(
     ctx: typer.Context,
     unused_days: Annotated[
-        float, typer.Option(help="Remove if not used for this many days.")
+        float, typer.Option(metavar="DAYS", help="Remove if not used for this many days.")
     ] = 14.0,
-    keep: Annotated[list[str] | None, typer.Option(help="Lock hash to keep (repeatable).")] = None,
+    keep: Annotated[
+        list[str] | None, typer.Option(metavar="HASH", help="Lock hash to keep (repeatable).")
+    ] = None,
     registry: Annotated[bool, typer.Option(help="Keep hashes that registry tasks name.")] = True,
     dry_run: Annotated[bool, typer.Option(help="Say what would go; remove nothing.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
 ) -> None:
     """Remove environments unused for N days and unreferenced; never one being built or used."""
+    from dataclasses import asdict
+
     from runners.env import collect_garbage
 
     if unused_days < 0:
@@ -159,6 +164,9 @@ def gc(
     report = collect_garbage(
         _home(ctx), unused_days=unused_days, keep=frozenset(kept), dry_run=dry_run
     )
+    if as_json:
+        typer.echo(json.dumps({"dry_run": dry_run, **asdict(report)}, indent=2))
+        return
     verb = "would remove" if dry_run else "removed"
     typer.echo(f"{verb} {len(report.removed)}: {' '.join(h[:12] for h in report.removed)}")
     typer.echo(
@@ -193,25 +201,38 @@ def _registry_hashes(ctx: typer.Context) -> set[str]:
 @envs_app.command("build")
 def build(
     ctx: typer.Context,
-    repo: Annotated[Path, typer.Argument(help="Local clone or bare mirror.")],
+    repo: Annotated[Path, typer.Argument(metavar="REPO", help="Local clone or bare mirror.")],
     commit: Annotated[str, typer.Argument(help="Commit whose requirement files count.")],
     merge_time: Annotated[
-        datetime | None, typer.Option(help="Resolve as the index was then (ISO time, UTC).")
+        datetime | None,
+        typer.Option(metavar="TIME", help="Resolve as the index was then (ISO time, UTC)."),
     ] = None,
-    repo_name: Annotated[str, typer.Option(help="owner/name: its shipped config applies.")] = "",
+    repo_name: Annotated[
+        str, typer.Option(metavar="OWNER/NAME", help="The repository: its shipped config applies.")
+    ] = "",
     test: Annotated[
-        list[str] | None, typer.Option(help="Test path to collect (repeatable).")
+        list[str] | None, typer.Option(metavar="PATH", help="Test path to collect (repeatable).")
     ] = None,
-    tests_commit: Annotated[str | None, typer.Option(help="Commit holding the tests.")] = None,
+    tests_commit: Annotated[
+        str | None, typer.Option(metavar="COMMIT", help="Commit holding the tests.")
+    ] = None,
     override: Annotated[
         list[str] | None,
-        typer.Option(help="Runner pin, e.g. torch==2.13.0+cpu.", envvar="PROBEWATCH_ENV_OVERRIDES"),
+        typer.Option(
+            metavar="PIN",
+            help="Runner pin, e.g. torch==2.13.0+cpu.",
+            envvar="PROBEWATCH_ENV_OVERRIDES",
+        ),
     ] = None,
     find_links: Annotated[
         list[Path] | None,
-        typer.Option(help="Folder of local wheels.", envvar="PROBEWATCH_ENV_FIND_LINKS"),
+        typer.Option(
+            metavar="DIR", help="Folder of local wheels.", envvar="PROBEWATCH_ENV_FIND_LINKS"
+        ),
     ] = None,
-    exclude: Annotated[list[str] | None, typer.Option(help="Distribution to leave out.")] = None,
+    exclude: Annotated[
+        list[str] | None, typer.Option(metavar="DISTRIBUTION", help="Distribution to leave out.")
+    ] = None,
 ) -> None:
     """Resolve and build the environment of REPO at COMMIT (with repairs when --test is given)."""
     from runners.env import EnvRequest, RunnerOverrides, prepare_environment

@@ -1,7 +1,8 @@
 """``probewatch eval``, ``agents``, ``leaderboard`` and ``compare``: agents on tasks, and scores.
 
 ``agents add`` registers an agent command template with its model and that
-model's knowledge cutoff; ``agents list`` shows them (the reference agents
+model's knowledge cutoff (the template must pass the statement on; a registered
+agent is overwritten only with ``--replace``); ``agents list`` shows them (the reference agents
 ``oracle``, ``empty`` and ``hollow`` are registered on first use). ``eval``
 runs an agent on the selected tasks (contamination-free by its cutoff) and
 grades each submission, with progress; a rerun skips graded submissions.
@@ -23,20 +24,21 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from bot.cli.common import app_context, console
+from bot.cli.choices import RuleChoice, SuiteChoice, WindowChoice
+from bot.cli.common import ProbewatchTyper, app_context, console, fail
+from bot.cli.refs import FORMS, TASK_METAVAR, pull_ref
 
 if TYPE_CHECKING:
     from bot.context import AppContext
     from bot.evaluate.harness import Harness
     from task_registry.models import Agent, Model
 
-eval_app = typer.Typer()  # merged into the root app: eval, leaderboard, compare
-agents_app = typer.Typer(help="Register and list agents (command templates).", no_args_is_help=True)
+eval_app = ProbewatchTyper()  # merged into the root app: eval, leaderboard, compare
+agents_app = ProbewatchTyper(
+    help="Register and list agents (command templates).", no_args_is_help=True
+)
 
 DEFAULT_BUDGET_S = 2.5 * 3600  # runners.agents.DEFAULT_BUDGET_S (not imported: --help stays light)
-WINDOWS = ("month", "quarter")
-SUITES = ("with_probes", "original")
-RULES = ("set", "count")
 
 
 # --- agents ---------------------------------------------------------------------------------
@@ -49,28 +51,43 @@ def agents_add(
     command: Annotated[
         str,
         typer.Option(
+            metavar="TEMPLATE",
             help="Command template: {workdir} {statement} {statement_file} {model} {budget_s} "
-            "{patch_file}, each replaced inside its word (no shell runs)."
+            "{patch_file}, each replaced inside its word (no shell runs); it must pass the "
+            "task on with {statement} or {statement_file}.",
         ),
     ],
-    model: Annotated[str, typer.Option(help="Model the agent uses.")],
-    cutoff: Annotated[str, typer.Option(help="The model's knowledge cutoff, YYYY-MM-DD.")],
-    provider: Annotated[str | None, typer.Option(help="Who serves the model.")] = None,
+    model: Annotated[str, typer.Option(metavar="MODEL", help="Model the agent uses.")],
+    cutoff: Annotated[
+        str, typer.Option(metavar="YYYY-MM-DD", help="The model's knowledge cutoff.")
+    ],
+    provider: Annotated[
+        str | None, typer.Option(metavar="NAME", help="Who serves the model.")
+    ] = None,
+    replace: Annotated[
+        bool, typer.Option("--replace", help="Overwrite an agent already registered.")
+    ] = False,
 ) -> None:
-    """Register (or update) an agent with its model and the model's knowledge cutoff."""
+    """Register an agent with its model and the model's knowledge cutoff."""
     from bot.evaluate.reference_agents import ReferenceAgent
-    from runners.agents import TemplateError, check_template
-    from task_registry.evaluation import register_agent, register_model
+    from runners.agents import TemplateError, check_agent_command
+    from task_registry.evaluation import find_agent, register_agent, register_model
     from task_registry.models import AgentCreate, ModelCreate
 
     if name in {a.value for a in ReferenceAgent}:
         raise typer.BadParameter(f"{name!r} is a built-in reference agent", param_hint="NAME")
     try:
-        check_template(command)
+        check_agent_command(command)
     except TemplateError as exc:
         raise typer.BadParameter(str(exc), param_hint="--command") from None
     model_in = ModelCreate(name=model, provider=provider, knowledge_cutoff=_day(cutoff, "--cutoff"))
     with app_context(ctx).session() as session:
+        existing = find_agent(session=session, name=name)
+        if existing is not None and not replace:
+            fail(
+                f"agent {name} is already registered (command {existing.command!r}): "
+                "pass --replace to overwrite it"
+            )
         row = register_model(session=session, model_in=model_in)
         agent_in = AgentCreate(name=name, command=command, model_id=row.id)
         register_agent(session=session, agent_in=agent_in)
@@ -131,29 +148,39 @@ def _agent_row(agent: Agent, model: Model | None) -> dict[str, object]:
 @eval_app.command("eval")
 def eval_command(
     ctx: typer.Context,
-    agent: Annotated[str, typer.Option(help="Registered agent, or oracle / empty / hollow.")],
+    agent: Annotated[
+        str, typer.Option(metavar="NAME", help="Registered agent, or oracle / empty / hollow.")
+    ],
     tasks: Annotated[
         list[str] | None,
-        typer.Option(help="Instance ids (repeatable, or comma-separated); default: all eligible."),
+        typer.Option(
+            metavar=TASK_METAVAR,
+            help=f"Task: {FORMS} (repeatable, or comma-separated); default: all eligible.",
+        ),
     ] = None,
     since: Annotated[
-        str | None, typer.Option(help="Only tasks merged on or after YYYY-MM-DD.")
+        str | None, typer.Option(metavar="YYYY-MM-DD", help="Only tasks merged on or after.")
     ] = None,
-    parallel: Annotated[int, typer.Option(min=1, help="Tasks run at a time.")] = 1,
+    parallel: Annotated[int, typer.Option(min=1, metavar="N", help="Tasks run at a time.")] = 1,
     budget_s: Annotated[
-        float, typer.Option(min=1.0, help="Agent budget per task, seconds.")
+        float, typer.Option(min=1.0, metavar="SECONDS", help="Agent budget per task.")
     ] = DEFAULT_BUDGET_S,
     label: Annotated[
-        str, typer.Option(help="Run label: one submission per agent, task, label.")
+        str, typer.Option(metavar="LABEL", help="Run label: one submission per agent, task, label.")
     ] = "default",
     margin_days: Annotated[
-        int, typer.Option(min=0, help="Tasks must be merged this many days after the cutoff.")
+        int,
+        typer.Option(
+            min=0, metavar="DAYS", help="Tasks must be merged this many days after the cutoff."
+        ),
     ] = 0,
     git: Annotated[
-        Path | None, typer.Option(help="Local clone or mirror (overrides the watch file).")
+        Path | None,
+        typer.Option(metavar="PATH", help="Local clone or mirror (overrides the watch file)."),
     ] = None,
     pass_env: Annotated[
-        list[str] | None, typer.Option(help="Host variable the agent gets (its API key).")
+        list[str] | None,
+        typer.Option(metavar="VARIABLE", help="Host variable the agent gets (its API key)."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
@@ -165,7 +192,7 @@ def eval_command(
         raise typer.BadParameter("choose one of --tasks and --since")
     request = EvalRequest(
         agent=agent,
-        tasks=tuple(t.strip() for item in tasks or [] for t in item.split(",") if t.strip()),
+        tasks=_instance_ids(tasks or []),
         since=_day(since, "--since") if since else None,
         parallel=parallel,
         budget_s=budget_s,
@@ -180,6 +207,11 @@ def eval_command(
         typer.echo(json.dumps(eval_text.report_json(report), indent=2))
     else:
         eval_text.print_report(report)
+
+
+def _instance_ids(tasks: list[str]) -> tuple[str, ...]:
+    words = (word.strip() for item in tasks for word in item.split(","))
+    return tuple(pull_ref(word, param_hint="--tasks").instance_id for word in words if word)
 
 
 def _harness(context: AppContext, git: Path | None) -> Harness:
@@ -199,13 +231,16 @@ def _harness(context: AppContext, git: Path | None) -> Harness:
 @eval_app.command("leaderboard")
 def leaderboard_command(
     ctx: typer.Context,
-    window: Annotated[
-        str, typer.Option(help="Time window of the series: month or quarter.")
-    ] = "month",
+    window: Annotated[WindowChoice, typer.Option(help="Time window of the series.")] = "month",
     margin_days: Annotated[
-        int, typer.Option(min=0, help="Tasks must be merged this many days after the cutoff.")
+        int,
+        typer.Option(
+            min=0, metavar="DAYS", help="Tasks must be merged this many days after the cutoff."
+        ),
     ] = 0,
-    svg: Annotated[Path | None, typer.Option(help="Also write the scores-over-time plot.")] = None,
+    svg: Annotated[
+        Path | None, typer.Option(metavar="FILE", help="Also write the scores-over-time plot.")
+    ] = None,
     areas: Annotated[bool, typer.Option("--areas", help="Also break scores down by area.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
 ) -> None:
@@ -214,8 +249,6 @@ def leaderboard_command(
     from bot.evaluate.leaderboard import build_leaderboard
     from task_registry.scoring import Window
 
-    if window not in WINDOWS:
-        raise typer.BadParameter(f"{window!r} (known: {', '.join(WINDOWS)})", param_hint="--window")
     with app_context(ctx).session() as session:
         board = build_leaderboard(session=session, window=Window(window), margin_days=margin_days)
     if svg is not None:
@@ -235,8 +268,8 @@ def compare_command(
     ctx: typer.Context,
     run_a: Annotated[str, typer.Argument(help="First run: AGENT or AGENT@LABEL.")],
     run_b: Annotated[str, typer.Argument(help="Second run.")],
-    suite: Annotated[str, typer.Option(help="with_probes or original.")] = "with_probes",
-    rule: Annotated[str, typer.Option(help="Resolved rule: set or count.")] = "set",
+    suite: Annotated[SuiteChoice, typer.Option(help="The tests judged.")] = "with_probes",
+    rule: Annotated[RuleChoice, typer.Option(help="The Resolved rule.")] = "set",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
 ) -> None:
     """Two runs on their shared tasks: fixed, broken, both, neither, and McNemar's exact p."""
@@ -244,10 +277,6 @@ def compare_command(
     from bot.evaluate.leaderboard import compare_runs
     from task_registry.types import ScoreSuite
 
-    if suite not in SUITES:
-        raise typer.BadParameter(f"{suite!r} (known: {', '.join(SUITES)})", param_hint="--suite")
-    if rule not in RULES:
-        raise typer.BadParameter(f"{rule!r} (known: {', '.join(RULES)})", param_hint="--rule")
     with app_context(ctx).session() as session:
         result = compare_runs(
             session=session, run_a=run_a, run_b=run_b, suite=ScoreSuite(suite), rule=rule

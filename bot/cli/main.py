@@ -19,7 +19,7 @@ from bot.cli import build as cli_build
 from bot.cli import demo as cli_demo
 from bot.cli import grade as cli_grade
 from bot.cli import report as cli_report
-from bot.cli.common import ProbewatchGroup, app_context, console
+from bot.cli.common import ProbewatchTyper, app_context, console
 from bot.cli.envs import envs_app
 from bot.cli.eval import agents_app, eval_app
 from bot.cli.mine import candidates_app, mine_app
@@ -30,15 +30,14 @@ from bot.settings import load_settings
 if TYPE_CHECKING:
     from task_registry.types import TaskStatus
 
-app = typer.Typer(
-    cls=ProbewatchGroup,
+app = ProbewatchTyper(
     name="probewatch",
     help="Probe-checked benchmark tasks and PR coverage reports from merged large PRs.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
-db_app = typer.Typer(help="Create and migrate the registry schema.", no_args_is_help=True)
-config_app = typer.Typer(help="Check settings and the watch file.", no_args_is_help=True)
+db_app = ProbewatchTyper(help="Create and migrate the registry schema.", no_args_is_help=True)
+config_app = ProbewatchTyper(help="Check settings and the watch file.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(config_app, name="config")
 app.add_typer(envs_app, name="envs")
@@ -89,12 +88,18 @@ def db_upgrade(ctx: typer.Context) -> None:
 
 
 @db_app.command("current")
-def db_current(ctx: typer.Context) -> None:
+def db_current(
+    ctx: typer.Context,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
+) -> None:
     """Print the schema revision of the database and the one this code expects."""
     from task_registry.db import current_revision, head_revision
 
-    current = current_revision(app_context(ctx).engine)
-    console().print(f"database: {current or 'no schema'}  code: {head_revision()}")
+    current, head = current_revision(app_context(ctx).engine), head_revision()
+    if as_json:
+        typer.echo(json.dumps({"database": current, "code": head, "current": current == head}))
+        return
+    console().print(f"database: {current or 'no schema'}  code: {head}")
 
 
 # --- config --------------------------------------------------------------------------

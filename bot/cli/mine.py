@@ -3,7 +3,8 @@
 ``mine`` reads a local clone or mirror (``--git PATH``) or the GitHub API
 (``--github``) over a window of merge times, or from the stored cursor, and
 stores every merged PR as a candidate with its filter verdict; ``--funnel``
-prints how many PRs were left after each filter, ``--json`` the whole report.
+prints how many PRs were left after each filter, ``--json`` the whole report;
+progress (GitHub pages, PRs seen, file lists read) goes to stderr.
 The repository's settings come from the watch file (defaults otherwise).
 ``candidates`` lists them by rank and records the curator's decision, which
 later mining never overwrites. Heavy modules load inside the commands.
@@ -14,6 +15,7 @@ from __future__ import annotations
 import getpass
 import json
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -23,7 +25,9 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from bot.cli.common import app_context, console, fail
+from bot.cli.choices import DecisionChoice, Verdict
+from bot.cli.common import ProbewatchTyper, app_context, console, fail, progress
+from bot.cli.refs import FORMS, parse_pull_ref
 from bot.repos import mining_config
 
 if TYPE_CHECKING:
@@ -32,21 +36,23 @@ if TYPE_CHECKING:
     from bot.context import AppContext
     from bot.watchfile import WatchedRepo
     from pr_miner.report import MiningReport
-    from pr_miner.sources.base import PRSource
+    from pr_miner.sources.base import PRSource, ScanProgress
     from task_registry.models import CandidatePR
-    from task_registry.types import Decision, FilterVerdict
+    from task_registry.types import Decision, FilterVerdict, PRKind
 
-mine_app = typer.Typer(
+mine_app = ProbewatchTyper(
     help="Mine merged large PRs from a git clone/mirror or GitHub into candidates.",
     invoke_without_command=True,
 )
-candidates_app = typer.Typer(
+candidates_app = ProbewatchTyper(
     help="List, show, accept and reject mined candidates.", no_args_is_help=True
 )
 
-CANDIDATE_REF = re.compile(r"^(?P<repo>[^#!\s]+/[^#!\s]+)(?P<sign>[#!])(?P<number>\d+)$")
-VERDICTS = ("passed", "rejected", "all")
+GITLAB_REF = re.compile(r"^(?P<repo>[^#!\s]+/[^#!\s]+)!(?P<number>\d+)$")
+CANDIDATE_FORMS = f"a candidate id, {FORMS}, or OWNER/NAME!N for GitLab"
+CANDIDATE_HELP = f"The candidate: {CANDIDATE_FORMS}."
 TOP_SURVIVORS = 10
+FILES_EVERY = 10  # progress tells every this many file lists fetched
 MIN_TITLE_WIDTH = 12
 
 
@@ -69,21 +75,26 @@ def parse_moment(value: str | None, option: str) -> datetime | None:
 @mine_app.callback()
 def mine(
     ctx: typer.Context,
-    repo: Annotated[str, typer.Option("--repo", help="OWNER/NAME, as on GitHub.")],
+    repo: Annotated[
+        str, typer.Option("--repo", metavar="OWNER/NAME", help="The repository, as on GitHub.")
+    ],
     git: Annotated[
-        Path | None, typer.Option("--git", help="Local clone or bare mirror to read.")
+        Path | None,
+        typer.Option("--git", metavar="PATH", help="Local clone or bare mirror to read."),
     ] = None,
     github: Annotated[bool, typer.Option("--github", help="Read the GitHub API.")] = False,
     branch: Annotated[
-        str | None, typer.Option(help="Mainline branch (default: watch file, else main).")
+        str | None,
+        typer.Option(metavar="BRANCH", help="Mainline branch (default: watch file, else main)."),
     ] = None,
     since: Annotated[
-        str | None, typer.Option(help="Merged at or after (YYYY-MM-DD); default: the cursor.")
+        str | None,
+        typer.Option(metavar="YYYY-MM-DD", help="Merged at or after; default: the cursor."),
     ] = None,
-    until: Annotated[str | None, typer.Option(help="Merged before (YYYY-MM-DD).")] = None,
+    until: Annotated[str | None, typer.Option(metavar="YYYY-MM-DD", help="Merged before.")] = None,
     funnel: Annotated[bool, typer.Option("--funnel", help="Print the filter funnel.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
-    batch_size: Annotated[int, typer.Option(min=1, help="PRs per transaction.")] = 100,
+    batch_size: Annotated[int, typer.Option(min=1, metavar="N", help="PRs per transaction.")] = 100,
 ) -> None:
     """Mine merged PRs into candidates; re-mining a window stores nothing new."""
     if ctx.invoked_subcommand is not None:
@@ -95,7 +106,9 @@ def mine(
     watched = context.watch_file().find(repo)
     git = _git_path(git, github, watched)
     branch = branch or (watched.default_branch if watched else "main")
-    report = _run(context, repo, _source(context, repo, git, branch), watched, window, batch_size)
+    with progress(f"mining {repo}") as show:
+        source = _source(context, repo, git, branch, show)
+        report = _run(context, repo, source, watched, window, batch_size)
     _print_report(report, funnel=funnel, as_json=as_json)
 
 
@@ -112,7 +125,9 @@ def _git_path(git: Path | None, github: bool, watched: WatchedRepo | None) -> Pa
     return git
 
 
-def _source(context: AppContext, repo: str, git: Path | None, branch: str) -> PRSource:
+def _source(
+    context: AppContext, repo: str, git: Path | None, branch: str, show: Callable[[str], None]
+) -> PRSource:
     from pr_miner.sources.git_source import GitSource
 
     if git is not None:
@@ -120,7 +135,16 @@ def _source(context: AppContext, repo: str, git: Path | None, branch: str) -> PR
     from pr_miner.sources.github_source import GitHubSource
     from probewatch.github import make_client
 
-    return GitHubSource(make_client(context.settings.github_client_config()), repo, branch)
+    client = make_client(context.settings.github_client_config())
+    return GitHubSource(client, repo, branch, on_progress=lambda done: _tell(done, show))
+
+
+def _tell(done: ScanProgress, show: Callable[[str], None]) -> None:
+    """Every listing page; every FILES_EVERY-th file list (a first run reads hundreds)."""
+    if done.files and done.files % FILES_EVERY:
+        return
+    read = f"; files of {done.files:,} PR(s) read" if done.files else ""
+    show(f"GitHub: {done.pages:,} page(s), {done.seen:,} PR(s) seen{read}")
 
 
 def _run(
@@ -218,12 +242,14 @@ def _table(columns: list[str], rows: list[list[str]], *, title: str | None = Non
 @candidates_app.command("list")
 def candidates_list(
     ctx: typer.Context,
-    repo: Annotated[str | None, typer.Option(help="Only this OWNER/NAME.")] = None,
-    verdict: Annotated[str, typer.Option(help="passed, rejected or all.")] = "passed",
-    decision: Annotated[
-        str | None, typer.Option(help="Only pending, accepted or rejected.")
+    repo: Annotated[
+        str | None, typer.Option(metavar="OWNER/NAME", help="Only this repository.")
     ] = None,
-    limit: Annotated[int, typer.Option(min=1, help="At most this many.")] = 50,
+    verdict: Annotated[Verdict, typer.Option(help="The filters' verdict, or all.")] = "passed",
+    decision: Annotated[
+        DecisionChoice | None, typer.Option(help="Only this curator decision.")
+    ] = None,
+    limit: Annotated[int, typer.Option(min=1, metavar="N", help="At most this many.")] = 50,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
 ) -> None:
     """Candidates by rank, best first (survivors of the filters by default)."""
@@ -244,23 +270,12 @@ def candidates_list(
 
 
 def _list_filters(
-    verdict: str, decision: str | None
+    verdict: Verdict, decision: DecisionChoice | None
 ) -> tuple[FilterVerdict | None, Decision | None]:
     from task_registry.types import Decision, FilterVerdict
 
-    if verdict not in VERDICTS:
-        known = ", ".join(VERDICTS)
-        raise typer.BadParameter(f"{verdict!r} (known: {known})", param_hint="--verdict")
     wanted = None if verdict == "all" else FilterVerdict(verdict)
-    if decision is None:
-        return wanted, None
-    try:
-        return wanted, Decision(decision)
-    except ValueError:
-        known = ", ".join(Decision)
-        raise typer.BadParameter(
-            f"{decision!r} (known: {known})", param_hint="--decision"
-        ) from None
+    return wanted, Decision(decision) if decision is not None else None
 
 
 def _ref(row: CandidatePR, repo: str) -> str:
@@ -296,12 +311,17 @@ def _candidates_table(rows: list[CandidatePR], names: dict[int | None, str]) -> 
 @candidates_app.command("show")
 def candidates_show(
     ctx: typer.Context,
-    ref: Annotated[str, typer.Argument(help="Candidate id, or OWNER/NAME#N (!N for GitLab).")],
+    ref: Annotated[str, typer.Argument(metavar="CANDIDATE", help=CANDIDATE_HELP)],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
 ) -> None:
     """Everything about one candidate: verdict, counts, files, follow-ups, decision."""
     with app_context(ctx).session() as session:
         row = _find(session, ref)
         name = _repo_name(session, row.repo_id)
+    if as_json:
+        document = {**_row_json(row, name), "body": row.body, "files": row.files}
+        typer.echo(json.dumps(document, indent=2))
+        return
     console().print(_details(row, name), highlight=False, markup=False, soft_wrap=True)
     console().print(_files_table(row))
 
@@ -348,9 +368,13 @@ def _files_table(row: CandidatePR) -> Table:
 @candidates_app.command("accept")
 def candidates_accept(
     ctx: typer.Context,
-    ref: Annotated[str, typer.Argument(help="Candidate id, or OWNER/NAME#N (!N for GitLab).")],
-    reason: Annotated[str | None, typer.Option(help="Why (stored with the decision).")] = None,
-    by: Annotated[str | None, typer.Option(help="Who decides (default: your user name).")] = None,
+    ref: Annotated[str, typer.Argument(metavar="CANDIDATE", help=CANDIDATE_HELP)],
+    reason: Annotated[
+        str | None, typer.Option(metavar="TEXT", help="Why (stored with the decision).")
+    ] = None,
+    by: Annotated[
+        str | None, typer.Option(metavar="NAME", help="Who decides (default: your user name).")
+    ] = None,
     force: Annotated[bool, typer.Option(help="Accept even though a filter rejected it.")] = False,
 ) -> None:
     """Accept a candidate: it goes on to build."""
@@ -360,9 +384,13 @@ def candidates_accept(
 @candidates_app.command("reject")
 def candidates_reject(
     ctx: typer.Context,
-    ref: Annotated[str, typer.Argument(help="Candidate id, or OWNER/NAME#N (!N for GitLab).")],
-    reason: Annotated[str | None, typer.Option(help="Why (stored with the decision).")] = None,
-    by: Annotated[str | None, typer.Option(help="Who decides (default: your user name).")] = None,
+    ref: Annotated[str, typer.Argument(metavar="CANDIDATE", help=CANDIDATE_HELP)],
+    reason: Annotated[
+        str | None, typer.Option(metavar="TEXT", help="Why (stored with the decision).")
+    ] = None,
+    by: Annotated[
+        str | None, typer.Option(metavar="NAME", help="Who decides (default: your user name).")
+    ] = None,
 ) -> None:
     """Reject a candidate; mining it again never asks again."""
     _decide(ctx, ref, "rejected", reason, by, force=True)
@@ -400,24 +428,35 @@ def _user() -> str:
 
 
 def _find(session: Session, ref: str) -> CandidatePR:
-    """A candidate by id or by ``OWNER/NAME#N``; NotFound (a registry error) otherwise."""
+    """A candidate by id, ``OWNER/NAME#N``, ``OWNER__NAME-N`` or GitLab's ``OWNER/NAME!N``;
+    NotFound (a registry error) otherwise."""
     from task_registry.candidates import find_candidate, get_candidate
     from task_registry.errors import NotFound
     from task_registry.repos import get_repo
-    from task_registry.types import PRKind
 
     if ref.isdigit():
         return get_candidate(session=session, candidate_id=int(ref))
-    match = CANDIDATE_REF.match(ref)
-    if match is None:
-        raise typer.BadParameter(f"{ref!r}: give an id or OWNER/NAME#N", param_hint="REF")
-    repo = get_repo(session=session, full_name=match["repo"])
-    kind = PRKind.gitlab if match["sign"] == "!" else PRKind.github
+    repo_name, number, kind = _candidate_ref(ref)
+    repo = get_repo(session=session, full_name=repo_name)
     assert repo.id is not None
-    found = find_candidate(session=session, repo_id=repo.id, number=int(match["number"]), kind=kind)
+    found = find_candidate(session=session, repo_id=repo.id, number=number, kind=kind)
     if found is None:
         raise NotFound("candidate", ref)
     return found
+
+
+def _candidate_ref(ref: str) -> tuple[str, int, PRKind]:
+    from task_registry.types import PRKind
+
+    gitlab = GITLAB_REF.match(ref)
+    if gitlab is not None:
+        return gitlab["repo"], int(gitlab["number"]), PRKind.gitlab
+    found = parse_pull_ref(ref)
+    if found is None:
+        raise typer.BadParameter(
+            f"{ref!r} is not a candidate: give {CANDIDATE_FORMS}", param_hint="CANDIDATE"
+        )
+    return found.repo, found.number, PRKind.github
 
 
 def _repo_name(session: Session, repo_id: int) -> str:

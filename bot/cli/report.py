@@ -1,4 +1,4 @@
-"""``probewatch report OWNER/NAME#N``: the report the bot would post on a PR, without a server.
+"""``probewatch report OWNER/NAME#N`` (or ``OWNER__NAME-N``): the report the bot would post on a PR.
 
 It is rendered from the registry exactly as the report job renders it (the task's stored
 coverage table and its survivors' patches), in dry run: nothing is posted or stored.
@@ -10,35 +10,34 @@ body shows every survivor, including those in paths the repository may ignore.
 from __future__ import annotations
 
 import json
-import re
 from typing import Annotated
 
 import typer
 
 from bot.cli.common import app_context, fail
-
-PR_REF = re.compile(r"^(?P<repo>[^#\s]+/[^#\s]+)#(?P<number>\d+)$")
+from bot.cli.refs import FORMS, pull_ref
 
 
 def report(
     ctx: typer.Context,
-    pr: Annotated[str, typer.Argument(help="The pull request: OWNER/NAME#N.")],
+    pr: Annotated[
+        str, typer.Argument(metavar="PR", help=f"The pull request or its task: {FORMS}.")
+    ],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
 ) -> None:
     """Print the report the bot would post on a PR (Markdown), from the registry; dry run."""
     from bot.report.render import full_report_url, render_report
     from bot.report.store import load_report_input
 
-    match = PR_REF.match(pr)
-    if match is None:
-        raise typer.BadParameter(f"{pr!r}: give OWNER/NAME#N", param_hint="PR")
-    repo, number = match["repo"], int(match["number"])
+    ref = pull_ref(pr, param_hint="PR")
+    repo, number = ref.repo, ref.number
     context = app_context(ctx)
     with context.session() as session:
         found = load_report_input(session=session, repo=repo, number=number)
     if found is None:
-        instance = f"{repo.replace('/', '__')}-{number}"
-        fail(f"no task for {pr}: build and validate it first (`probewatch build {instance}`)")
+        fail(
+            f"no task for {ref}: build and validate it first (`probewatch build {ref.instance_id}`)"
+        )
     url = full_report_url(context.settings.public_url, repo, number)
     rendered = render_report(found, full_url=url)
     if not as_json:

@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from bot.cli.common import console
+from bot.cli.common import ProbewatchTyper, console
 
 if TYPE_CHECKING:
     from runners.inventory import GpuInfo
 
-runners_app = typer.Typer(help="Runners: local GPU inventory.", no_args_is_help=True)
+runners_app = ProbewatchTyper(help="Runners: local GPU inventory.", no_args_is_help=True)
 GiB = 1024**3
 
 

@@ -90,13 +90,14 @@ def test_agents_add_checks_the_template_and_refuses_reference_names(home: Path) 
     )
     assert reserved.returncode == 2 and "built-in reference agent" in reserved.stderr
     date = probewatch(
-        home, "agents", "add", "x", "--command", "a", "--model", "m", "--cutoff", "Jan 2026"
-    )
+        home, "agents", "add", "x", "--command", "a {statement_file}", "--model", "m",
+        "--cutoff", "Jan 2026",
+    )  # fmt: skip
     assert date.returncode == 2 and "not a date" in date.stderr
 
 
 def test_eval_leaderboard_and_compare_end_to_end(home: Path) -> None:
-    command = f"{sys.executable} {home / 'adversary.py'} {{workdir}}"
+    command = f"{sys.executable} {home / 'adversary.py'} {{workdir}} {{statement_file}}"
     added = probewatch(
         home, "agents", "add", "adversary", "--command", command, "--model", "model-x",
         "--cutoff", "2026-01-31",
