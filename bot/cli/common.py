@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 # fit. Piped output is read by programs and pagers, so it gets every character instead.
 PIPED_WIDTH = 10_000
 USAGE_ERROR_EXIT = 2
+PYDANTIC_PREFIX = "Value error, "
 
 
 class CommandError(ProbewatchError):
@@ -144,7 +145,8 @@ class ProbewatchGroup(_PlainParams, TyperGroup):
             print_error(str(exc))
             raise typer.Exit(1) from None
         except typer.BadParameter as exc:
-            print_error(exc.format_message())
+            # Typer validates choices through pydantic, whose message carries its own prefix.
+            print_error(exc.format_message().replace(PYDANTIC_PREFIX, ""))
             raise typer.Exit(USAGE_ERROR_EXIT) from None
 
 
