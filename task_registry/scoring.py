@@ -129,7 +129,8 @@ def summarize_scores(
     seed: int = 0,
 ) -> Summary:
     """The summary of task scores already computed (e.g. read back from the registry);
-    ``fault_tasks`` are the faulted tasks, excluded and counted."""
+    ``fault_tasks`` are the faulted tasks, excluded and counted. With ``resamples=0`` no
+    bootstrap is drawn and each rate's interval is its point."""
     scores, faults = tuple(scores), tuple(fault_tasks)
     fractions = [s.passed_fraction for s in scores]
     counted = [1.0 if s.resolved_count else 0.0 for s in scores]
@@ -152,7 +153,9 @@ def _rate(values: Sequence[float], resamples: int, seed: int) -> Rate:
     if not values:
         return Rate(0.0, 0.0, 0.0, 0.0)
     mean = sum(values) / len(values)
-    low, high = bootstrap_interval(values, resamples=resamples, seed=seed)
+    low, high = (mean, mean)  # no resamples: the caller draws its own interval
+    if resamples:
+        low, high = bootstrap_interval(values, resamples=resamples, seed=seed)
     return Rate(100 * mean, 100 * standard_error(values), 100 * low, 100 * high)
 
 

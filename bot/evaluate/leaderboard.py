@@ -5,9 +5,10 @@ name for the default label). Only graded and faulted submissions count, and
 for an agent whose model has a knowledge cutoff only tasks merged after it
 (plus an optional margin): contamination-free. Each row carries both suites
 side by side (original tests only; with probes), both Resolved rules with
-how often they disagree, every rate with its binomial SE and bootstrap
-interval, the faults (excluded, counted), the tasks the probes overturn
-(resolved on the original tests, not with probes), and the same summaries per
+how often they disagree, every rate with its binomial SE and its 95% Wilson
+score interval over the tasks it counts (``bot.evaluate.intervals``), the
+faults (excluded, counted), the tasks the probes overturn (resolved on the
+original tests, not with probes), and the same summaries per
 time window of merge time and per area. The CLI, the JSON API, the page and
 the plot all read this one model. Scores are the stored ``Score`` rows,
 summarised with ``task_registry.scoring``.
@@ -23,6 +24,7 @@ from pydantic import BaseModel
 from sqlmodel import Session, col, select
 
 from bot.evaluate.grading import task_score_of
+from bot.evaluate.intervals import wilson_interval
 from bot.evaluate.resemblance import Resemblance, count_by_control, submission_resemblance
 from probewatch.errors import EvaluationError
 from task_registry.models import Agent, Model, Score, Submission, Task
@@ -56,8 +58,16 @@ RULES = ("count", "set")  # a_p ≥ g_p, or G_p ⊆ A_p
 class RateOut(BaseModel):
     value: float  # %
     se: float
-    low: float  # bootstrap interval
+    low: float  # 95% Wilson score interval, %
     high: float
+    n: int = 0  # the tasks the rate is over
+
+    def label(self) -> str:
+        """``67% [21-94]`` (an en dash between the ends): the rate and its interval in whole
+        percent; ``—`` when no task counts."""
+        if self.n == 0:
+            return "—"
+        return f"{self.value:.0f}% [{self.low:.0f}\N{EN DASH}{self.high:.0f}]"
 
 
 class SuiteScores(BaseModel):
@@ -235,23 +245,26 @@ def scored_runs(session: Session) -> dict[RunKey, list[ScoredTask]]:
 # --- summaries ---------------------------------------------------------------------------------
 
 
-def _rate(rate: Rate) -> RateOut:
-    return RateOut(value=rate.value, se=rate.se, low=rate.low, high=rate.high)
+def _rate(rate: Rate, successes: float, n: int) -> RateOut:
+    low, high = wilson_interval(min(float(n), successes), n)  # min: a sum of fractions may round up
+    return RateOut(value=rate.value, se=rate.se, low=100 * low, high=100 * high, n=n)
 
 
-def suite_scores(tasks: Sequence[ScoredTask], suite: ScoreSuite, resamples: int) -> SuiteScores:
+def suite_scores(tasks: Sequence[ScoredTask], suite: ScoreSuite) -> SuiteScores:
     scores = [t.scores[suite] for t in tasks if not t.fault and suite in t.scores]
     faults = [t.instance_id for t in tasks if t.fault]
-    summary = summarize_scores(scores, fault_tasks=faults, resamples=resamples)
+    # No bootstrap: over a handful of tasks it claims [100, 100] from 3 of 3; Wilson does not.
+    summary = summarize_scores(scores, fault_tasks=faults, resamples=0)
     return _suite_out(summary)
 
 
 def _suite_out(summary: Summary) -> SuiteScores:
+    n, passed = summary.tasks, sum(s.passed_fraction for s in summary.scores)
     return SuiteScores(
-        tasks=summary.tasks,
-        passed=_rate(summary.passed),
-        resolved_count=_rate(summary.resolved_count),
-        resolved_set=_rate(summary.resolved_set),
+        tasks=n,
+        passed=_rate(summary.passed, passed, n),
+        resolved_count=_rate(summary.resolved_count, summary.resolved_count_n, n),
+        resolved_set=_rate(summary.resolved_set, summary.resolved_set_n, n),
         resolved_count_n=summary.resolved_count_n,
         resolved_set_n=summary.resolved_set_n,
         resolved_count_tasks=[s.instance_id for s in summary.scores if s.resolved_count],
@@ -282,7 +295,7 @@ def _resolved(task: ScoredTask, suite: ScoreSuite, rule: str) -> bool:
 
 
 def _groups(
-    tasks: Sequence[ScoredTask], keys: Callable[[ScoredTask], Iterable[str]], resamples: int
+    tasks: Sequence[ScoredTask], keys: Callable[[ScoredTask], Iterable[str]]
 ) -> list[GroupScores]:
     grouped: dict[str, list[ScoredTask]] = {}
     for task in tasks:
@@ -291,8 +304,8 @@ def _groups(
     return [
         GroupScores(
             key=key,
-            original=suite_scores(grouped[key], ScoreSuite.original, resamples),
-            with_probes=suite_scores(grouped[key], ScoreSuite.with_probes, resamples),
+            original=suite_scores(grouped[key], ScoreSuite.original),
+            with_probes=suite_scores(grouped[key], ScoreSuite.with_probes),
         )
         for key in sorted(grouped)
     ]
@@ -320,7 +333,6 @@ def _task_line(task: ScoredTask) -> TaskLine:
 class Options:
     window: Window = Window.month
     margin_days: int = 0
-    resamples: int = 2000
 
 
 def run_scores(
@@ -331,7 +343,7 @@ def run_scores(
     if model is not None:
         start = cutoff_start(model.knowledge_cutoff, margin_days=options.margin_days)
         counted = [t for t in tasks if t.merged_at >= start]
-    original = suite_scores(counted, ScoreSuite.original, options.resamples)
+    original = suite_scores(counted, ScoreSuite.original)
     return RunScores(
         run=key.name,
         agent=key.agent,
@@ -343,14 +355,12 @@ def run_scores(
         faults=original.faults,
         excluded_pre_cutoff=len(tasks) - len(counted),
         original=original,
-        with_probes=suite_scores(counted, ScoreSuite.with_probes, options.resamples),
+        with_probes=suite_scores(counted, ScoreSuite.with_probes),
         overturned=overturned(counted, rule="set"),
         overturned_count_rule=overturned(counted, rule="count"),
         fails_like=count_by_control([t.resemblance for t in counted if t.failed]),
-        windows=_groups(
-            counted, lambda t: [window_label(t.merged_at, options.window)], options.resamples
-        ),
-        areas=_groups(counted, lambda t: list(t.areas) or ["(none)"], options.resamples),
+        windows=_groups(counted, lambda t: [window_label(t.merged_at, options.window)]),
+        areas=_groups(counted, lambda t: list(t.areas) or ["(none)"]),
         task_lines=[_task_line(t) for t in counted],
     )
 
@@ -360,10 +370,9 @@ def build_leaderboard(
     session: Session,
     window: Window = Window.month,
     margin_days: int = 0,
-    resamples: int = 2000,
 ) -> Leaderboard:
     """Every run's scores, best first (Resolved by the set rule with probes, then Passed)."""
-    options = Options(window=window, margin_days=margin_days, resamples=resamples)
+    options = Options(window=window, margin_days=margin_days)
     models = {m.id: m for m in session.exec(select(Model))}
     rows = [
         run_scores(key, tasks, models.get(key.model_id), options)

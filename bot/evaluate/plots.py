@@ -1,4 +1,4 @@
-"""The scores-over-time plot: one line per run and suite, with bootstrap intervals, as SVG.
+"""The scores-over-time plot: one line per run and suite, with Wilson intervals, as SVG.
 
 The series are plain data taken from the leaderboard (``plot_series``), so what
 the plot draws is tested without reading pixels; ``render_svg`` draws them
@@ -142,7 +142,7 @@ def _decorate(axes: Axes, windows: list[str], metric: Metric, title: str) -> Non
     axes.set_xticks(range(len(windows)), windows)
     axes.set_ylim(-5, 105)
     axes.set_ylabel(METRIC_LABELS[metric])
-    axes.set_xlabel("merge window of the tasks (bars: 95% bootstrap interval)")
+    axes.set_xlabel("merge window of the tasks (bars: 95% Wilson interval)")
     axes.set_title(title)
     axes.grid(True, alpha=0.3)
     if axes.get_legend_handles_labels()[0]:

@@ -1,8 +1,8 @@
 """How evaluation reports, the leaderboard and paired comparisons read in a terminal (rich).
 
 Rendering only: the data comes from ``bot.evaluate.harness`` and ``bot.evaluate.leaderboard``.
-Rates read ``38.9 ±8.1`` over ``[22, 56]``: the value, its binomial SE and
-its 95% bootstrap interval, in %.
+Rates read ``67% [21-94]``: the value and its 95% Wilson score interval over the tasks it
+counts, as on the dashboard.
 """
 
 from __future__ import annotations
@@ -99,8 +99,8 @@ def report_json(report: EvalReport) -> dict[str, object]:
 
 
 def rate_text(rate: RateOut) -> str:
-    """``38.9 ±8.1`` over ``[22, 56]``: the rate, its SE, its bootstrap interval (in %)."""
-    return f"{rate.value:.1f} ±{rate.se:.1f}\n[{rate.low:.0f}, {rate.high:.0f}]"
+    """``67% [21-94]``: the rate and its 95% Wilson interval, as the dashboard shows it."""
+    return rate.label()
 
 
 def _resolved_text(scores: SuiteScores, rule: str) -> str:
@@ -126,7 +126,7 @@ def print_leaderboard(board: Leaderboard, *, areas: bool = False) -> None:
         return
     table = Table(
         *LEADERBOARD_COLUMNS,
-        title="Leaderboard (contamination-free): % ±SE [95% bootstrap]",
+        title="Leaderboard (contamination-free): % [95% Wilson interval]",
         show_lines=True,
     )
     for run in board.runs:

@@ -17,15 +17,14 @@ from bot.service.deps import Db
 from task_registry.scoring import Window
 
 TEMPLATES = Jinja2Templates(directory=Path(__file__).with_name("templates"))
-PAGE_RESAMPLES = 1000  # bootstrap resamples per rate on a page view: enough for a 95% interval
 
 WindowQuery = Annotated[Window, Query(description="time window of the series: month or quarter")]
 MarginQuery = Annotated[int, Query(ge=0, description="days after the cutoff a task must wait")]
 
 
 def format_rate(rate: RateOut) -> str:
-    """``38.9 ± 8.1 [22.2, 55.6]``: the rate, its SE and its bootstrap interval, in %."""
-    return f"{rate.value:.1f} ± {rate.se:.1f} [{rate.low:.1f}, {rate.high:.1f}]"
+    """``67% [21-94]``: the rate and its 95% Wilson interval, short enough for one line."""
+    return rate.label()
 
 
 def make_leaderboard_router() -> APIRouter:
@@ -35,17 +34,13 @@ def make_leaderboard_router() -> APIRouter:
     def leaderboard_json(
         db: Db, window: WindowQuery = Window.month, margin_days: MarginQuery = 0
     ) -> Leaderboard:
-        return build_leaderboard(
-            session=db, window=window, margin_days=margin_days, resamples=PAGE_RESAMPLES
-        )
+        return build_leaderboard(session=db, window=window, margin_days=margin_days)
 
     @router.get("/leaderboard", response_class=HTMLResponse, include_in_schema=False)
     def leaderboard_page(
         request: Request, db: Db, window: WindowQuery = Window.month, margin_days: MarginQuery = 0
     ) -> HTMLResponse:
-        board = build_leaderboard(
-            session=db, window=window, margin_days=margin_days, resamples=PAGE_RESAMPLES
-        )
+        board = build_leaderboard(session=db, window=window, margin_days=margin_days)
         context = {"board": board, "svg": inline_svg(leaderboard_svg(board)), "rate": format_rate}
         return TEMPLATES.TemplateResponse(request, "leaderboard.html", context)
 

@@ -125,7 +125,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, RunScores]:
         report: EvalReport = harness.run(EvalRequest(agent=agent, parallel=2))
         assert len(report.results) == len(prs) and not report.faults, report
     with session_scope(engine) as session:
-        board = build_leaderboard(session=session, resamples=200)
+        board = build_leaderboard(session=session)
     engine.dispose()
     return {run.run: run for run in board.runs}
 

@@ -80,7 +80,7 @@ def test_an_agent_that_cannot_start_is_a_fault_excluded_counted_and_retried(
             True,
             True,
         ]
-        run = build_leaderboard(session=session, resamples=100).runs[0]
+        run = build_leaderboard(session=session).runs[0]
     assert (run.tasks, run.faults, run.with_probes.fault_tasks) == (0, 1, [instance_id])
 
     script = tmp_path / "fixed.py"
@@ -91,7 +91,7 @@ def test_an_agent_that_cannot_start_is_a_fault_excluded_counted_and_retried(
     again = harness.run(EvalRequest(agent="agent"))
     assert again.faults == () and again.result(instance_id).resolved(ScoreSuite.with_probes)
     with session_scope(sqlite_engine) as session:
-        run = build_leaderboard(session=session, resamples=100).runs[0]
+        run = build_leaderboard(session=session).runs[0]
     assert (run.tasks, run.faults, run.with_probes.resolved_set_n) == (1, 0, 1)
 
 

@@ -105,7 +105,7 @@ def test_oracle_resolves_empty_and_hollow_do_not_and_probes_overturn_the_adversa
     assert adversary.scores[ScoreSuite.with_probes].a == 3
 
     with session_scope(engine) as session:
-        board = {run.run: run for run in build_leaderboard(session=session, resamples=200).runs}
+        board = {run.run: run for run in build_leaderboard(session=session).runs}
         runs = list_validation_runs(session=session, task_id=task_id(session, instance_id))
         submission_runs = [r for r in runs if r.control == Control.submission]
         probe_flags = {

@@ -21,8 +21,6 @@ from task_registry.scoring import Window
 from task_registry.types import ScoreSuite
 from tests.leaderboard_support import BOTH, DISAGREE, FAULT, NONE, day, scored
 
-RESAMPLES = 200
-
 
 @pytest.mark.postgres
 def test_a_run_shows_both_suites_both_rules_their_disagreement_faults_and_the_overturn(
@@ -40,7 +38,7 @@ def test_a_run_shows_both_suites_both_rules_their_disagreement_faults_and_the_ov
             ],
         )
     with session_scope(engine) as session:
-        (run,) = build_leaderboard(session=session, resamples=RESAMPLES).runs
+        (run,) = build_leaderboard(session=session).runs
     assert (run.tasks, run.faults) == (3, 1)
     assert run.with_probes.fault_tasks == ["acme__lib-4"]
     assert (run.original.resolved_count_n, run.original.resolved_set_n) == (3, 2)
@@ -52,8 +50,8 @@ def test_a_run_shows_both_suites_both_rules_their_disagreement_faults_and_the_ov
     assert run.with_probes.passed.value == pytest.approx(100 * (1 + 0 + 0.75) / 3)
     assert run.with_probes.resolved_set.value == pytest.approx(100 / 3)
     assert run.with_probes.resolved_set.se == pytest.approx(100 * math.sqrt((1 / 3) * (2 / 3) / 3))
-    low, high = run.with_probes.resolved_set.low, run.with_probes.resolved_set.high
-    assert 0 <= low <= 100 / 3 <= high <= 100
+    resolved = run.with_probes.resolved_set
+    assert (resolved.n, round(resolved.low, 1), round(resolved.high, 1)) == (3, 6.1, 79.2)  # Wilson
 
 
 def test_windows_group_tasks_by_merge_month_or_quarter_in_time_order(
@@ -66,12 +64,8 @@ def test_windows_group_tasks_by_merge_month_or_quarter_in_time_order(
             [(1, day(1), BOTH, BOTH), (2, day(2), BOTH, NONE), (3, day(4), NONE, NONE)],
         )
     with session_scope(sqlite_engine) as session:
-        months = build_leaderboard(session=session, resamples=RESAMPLES).runs[0].windows
-        quarters = (
-            build_leaderboard(session=session, window=Window.quarter, resamples=RESAMPLES)
-            .runs[0]
-            .windows
-        )
+        months = build_leaderboard(session=session).runs[0].windows
+        quarters = build_leaderboard(session=session, window=Window.quarter).runs[0].windows
     assert [(w.key, w.with_probes.tasks, w.with_probes.resolved_set_n) for w in months] == [
         ("2026-01", 1, 1),
         ("2026-02", 1, 0),
@@ -97,7 +91,7 @@ def test_a_model_is_scored_only_on_tasks_merged_after_its_cutoff(
             cutoff=date(2026, 2, 1),
         )
     with session_scope(sqlite_engine) as session:
-        (run,) = build_leaderboard(session=session, margin_days=margin, resamples=RESAMPLES).runs
+        (run,) = build_leaderboard(session=session, margin_days=margin).runs
     assert [t.instance_id for t in run.task_lines] == counted
     assert run.excluded_pre_cutoff == 3 - len(counted)
     assert run.knowledge_cutoff == date(2026, 2, 1)
@@ -109,7 +103,7 @@ def test_areas_group_tasks_and_rows_are_best_first(sqlite_engine: Engine) -> Non
         scored(session, "weak", [(1, day(1), NONE, NONE)], areas=("rl",))
         scored(session, "strong", [(1, day(1), BOTH, BOTH)])
     with session_scope(sqlite_engine) as session:
-        board = build_leaderboard(session=session, resamples=RESAMPLES)
+        board = build_leaderboard(session=session)
     assert [r.run for r in board.runs] == ["strong", "weak"]
     assert [a.key for a in board.runs[0].areas] == ["rl"]
 

@@ -58,10 +58,8 @@ def test_the_page_shows_each_run_its_overturn_count_and_the_plot(client: TestCli
     assert "alpha (with probes)" in page  # the plot's legend, as SVG text
 
 
-def test_a_rate_reads_value_se_and_interval() -> None:
-    assert format_rate(RateOut(value=38.9, se=8.1, low=22.2, high=55.6)) == (
-        "38.9 ± 8.1 [22.2, 55.6]"
-    )
+def test_a_rate_reads_value_and_wilson_interval() -> None:
+    assert format_rate(RateOut(value=66.7, se=27.2, low=20.8, high=93.9, n=3)) == "67% [21–94]"
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")

@@ -34,7 +34,7 @@ def board(sqlite_engine: Engine) -> Leaderboard:
         )
         scored(session, "beta", [(1, day(1), NONE, NONE), (3, day(3), BOTH, BOTH)])
     with session_scope(sqlite_engine) as session:
-        return build_leaderboard(session=session, resamples=300)
+        return build_leaderboard(session=session)
 
 
 def test_the_series_are_the_leaderboards_windows_per_run_and_suite(board: Leaderboard) -> None:

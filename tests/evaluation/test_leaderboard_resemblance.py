@@ -129,7 +129,7 @@ def test_failed_submissions_are_labelled_with_the_control_they_fail_like(
     for agent in ("hollow", "adversary", "oracle"):
         harness.run(EvalRequest(agent=agent))
     with session_scope(sqlite_engine) as session:
-        runs = {r.run: r for r in build_leaderboard(session=session, resamples=100).runs}
+        runs = {r.run: r for r in build_leaderboard(session=session).runs}
     assert runs["hollow"].task_lines[0].fails_like == "hollow"
     assert runs["adversary"].task_lines[0].fails_like == "adversarial #1 (force_branch)"
     assert runs["adversary"].fails_like == {"adversarial": 1}
