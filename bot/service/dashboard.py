@@ -1,35 +1,44 @@
-"""Server-rendered dashboard pages (jinja2, no build step).
+"""Server-rendered dashboard pages (jinja2, no build step, no JavaScript).
 
-``/`` lists watched repositories with their funnel (mined → passed filters →
-accepted → tasks → reports), ``/candidates`` is the curator's queue,
-``/tasks/{instance_id}`` shows a task's coverage table and validation matrix,
-and ``/reports/{owner}/{name}/{number}`` previews a PR's report in full (the
-link a truncated comment points to).
+``/`` lists recent PRs with their verdict (gaps, waiting for GPU, clean, failed to validate,
+not validated yet) and links, then the watched repositories' funnels; ``/tasks`` and
+``/reports`` list every task and every stored report; ``/tasks/{instance_id}`` shows a task's
+coverage table and its validation matrix; ``/reports/{owner}/{name}/{number}`` shows a PR's
+report in full, rendered as GitHub renders it (the link a truncated comment points to);
+``/candidates`` is the curator's queue.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from pathlib import Path
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
-from fastapi.templating import Jinja2Templates
 from sqlmodel import Session, col, select
 
 from bot.report.render import full_report_url, render_full_report
 from bot.report.store import report_input
 from bot.service.deps import Db, SettingsDep
+from bot.service.pages import TEMPLATES
+from bot.service.recent_prs import (
+    RECENT_LIMIT,
+    VERDICT_MEANING,
+    PRVerdict,
+    failed_builds,
+    pr_verdict,
+    recent_prs,
+)
+from bot.service.validation_matrix import build_matrix
 from task_registry.coverage import stored_coverage
-from task_registry.models import CandidatePR, PRReport, Repo, Task, ValidationRun
+from task_registry.models import CandidatePR, PRReport, Repo, Task, TestResult, ValidationRun
 from task_registry.reports import get_report
 from task_registry.swebench import instance_id_for
 from task_registry.tasks import find_task, get_task, list_validation_runs
-from task_registry.types import Control, Decision, FilterVerdict, ReportStatus
+from task_registry.types import Decision, FilterVerdict, ReportStatus
 
-TEMPLATES = Jinja2Templates(directory=Path(__file__).with_name("templates"))
 QUEUE_LIMIT = 200
+LIST_LIMIT = 200
 
 
 @dataclass(frozen=True)
@@ -44,13 +53,12 @@ class Funnel:
 
 
 @dataclass(frozen=True)
-class MatrixRow:
-    control: str
-    suite: str
-    outcome: str
-    passed: int
-    collected: int
-    attempt: int
+class TaskLine:
+    task: Task
+    verdict: PRVerdict
+    promises: int
+    problems: int
+    accepted_probes: int
 
 
 def funnel(db: Session, repo: Repo) -> Funnel:
@@ -68,17 +76,28 @@ def funnel(db: Session, repo: Repo) -> Funnel:
     )
 
 
-def control_label(run: ValidationRun) -> str:
-    if run.control == Control.adversarial and run.adversarial_id is not None:
-        return f"adversarial #{run.adversarial_id}"
-    return str(run.control)
+def task_lines(db: Session, limit: int = LIST_LIMIT) -> list[TaskLine]:
+    """The newest tasks (by merge time), each with its PR's verdict and its table's counts."""
+    tasks = db.exec(select(Task).order_by(col(Task.created_at).desc()).limit(limit)).all()
+    ids = [t.id for t in tasks if t.id is not None]
+    found = db.exec(select(PRReport).where(col(PRReport.task_id).in_(ids))).all()
+    reports = {(r.repo, r.pull_number): r for r in found}
+    failures = failed_builds(db)
+    lines = []
+    for task in tasks:
+        key = (task.repo, task.pull_number)
+        table = stored_coverage(task)
+        verdict, _ = pr_verdict(task, reports.get(key), failures.get(key))
+        accepted = sum(p.accepted for p in table.probes)
+        lines.append(TaskLine(task, verdict, len(table.promises), len(table.problems), accepted))
+    return lines
 
 
-def matrix(runs: list[ValidationRun]) -> list[MatrixRow]:
-    return [
-        MatrixRow(control_label(r), r.suite, r.outcome, r.n_passed, r.n_collected, r.attempt)
-        for r in runs
-    ]
+def validation_results(db: Session, runs: list[ValidationRun]) -> list[TestResult]:
+    ids = [r.id for r in runs if r.id is not None and r.submission_id is None]
+    if not ids:
+        return []
+    return list(db.exec(select(TestResult).where(col(TestResult.run_id).in_(ids))))
 
 
 def make_dashboard_router() -> APIRouter:
@@ -87,11 +106,25 @@ def make_dashboard_router() -> APIRouter:
     @router.get("/", response_class=HTMLResponse)
     def index(request: Request, db: Db) -> HTMLResponse:
         repos = db.exec(select(Repo).order_by(col(Repo.full_name))).all()
-        rows = [funnel(db, repo) for repo in repos]
-        totals = Counter(r.status for r in db.exec(select(Task)).all())
-        return TEMPLATES.TemplateResponse(
-            request, "index.html", {"funnels": rows, "task_statuses": dict(totals)}
-        )
+        context = {
+            "prs": recent_prs(db, limit=RECENT_LIMIT),
+            "limit": RECENT_LIMIT,
+            "meaning": VERDICT_MEANING,
+            "funnels": [funnel(db, repo) for repo in repos],
+            "task_statuses": dict(Counter(t.status for t in db.exec(select(Task)).all())),
+        }
+        return TEMPLATES.TemplateResponse(request, "index.html", context)
+
+    @router.get("/tasks", response_class=HTMLResponse)
+    def tasks(request: Request, db: Db) -> HTMLResponse:
+        context = {"lines": task_lines(db), "meaning": VERDICT_MEANING, "limit": LIST_LIMIT}
+        return TEMPLATES.TemplateResponse(request, "tasks.html", context)
+
+    @router.get("/reports", response_class=HTMLResponse)
+    def reports(request: Request, db: Db) -> HTMLResponse:
+        query = select(PRReport).order_by(col(PRReport.updated_at).desc()).limit(LIST_LIMIT)
+        context = {"reports": db.exec(query).all(), "limit": LIST_LIMIT}
+        return TEMPLATES.TemplateResponse(request, "reports.html", context)
 
     @router.get("/candidates", response_class=HTMLResponse)
     def candidates(request: Request, db: Db) -> HTMLResponse:
@@ -110,10 +143,12 @@ def make_dashboard_router() -> APIRouter:
     @router.get("/tasks/{instance_id}", response_class=HTMLResponse)
     def task(request: Request, db: Db, instance_id: str) -> HTMLResponse:
         row = get_task(session=db, instance_id=instance_id)
+        table = stored_coverage(row)
+        runs = list_validation_runs(session=db, task_id=row.id or 0)
         context = {
             "task": row,
-            "coverage": stored_coverage(row),
-            "matrix": matrix(list_validation_runs(session=db, task_id=row.id or 0)),
+            "coverage": table,
+            "matrix": build_matrix(table, runs, validation_results(db, runs)),
         }
         return TEMPLATES.TemplateResponse(request, "task.html", context)
 

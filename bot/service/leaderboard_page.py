@@ -4,19 +4,16 @@ plot is an inline SVG drawn on the server, so the page needs no JavaScript."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
-from fastapi.templating import Jinja2Templates
 
 from bot.evaluate.leaderboard import Leaderboard, RateOut, build_leaderboard
 from bot.evaluate.plots import inline_svg, leaderboard_svg
 from bot.service.deps import Db
+from bot.service.pages import TEMPLATES
 from task_registry.scoring import Window
-
-TEMPLATES = Jinja2Templates(directory=Path(__file__).with_name("templates"))
 
 WindowQuery = Annotated[Window, Query(description="time window of the series: month or quarter")]
 MarginQuery = Annotated[int, Query(ge=0, description="days after the cutoff a task must wait")]

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
+import json
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -17,10 +17,8 @@ from bot.evaluate.leaderboard import Leaderboard, RateOut
 from bot.service.leaderboard_page import format_rate, make_leaderboard_router
 from bot.settings import Settings
 from task_registry.db import session_scope
+from tests.browser_support import CHROMIUM, PNG_MAGIC, SCREEN_WIDTH, DevTools, serve
 from tests.leaderboard_support import BOTH, FAULT, NONE, day, scored
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.fixture
@@ -32,6 +30,7 @@ def client(sqlite_engine: Engine) -> TestClient:
             [(1, day(1), BOTH, BOTH), (2, day(2), BOTH, NONE), (3, day(4), FAULT, FAULT)],
         )
         scored(session, "beta", [(1, day(1), NONE, NONE)])
+        scored(session, "gamma", [(2, day(2), BOTH, BOTH)], cutoff=date(2025, 12, 1))
     app = FastAPI()
     app.state.context = AppContext(Settings(), _engine=sqlite_engine)
     app.include_router(make_leaderboard_router())
@@ -53,48 +52,43 @@ def test_the_page_shows_each_run_its_overturn_count_and_the_plot(client: TestCli
     assert answer.status_code == 200
     page = answer.text
     assert '<tr data-run="alpha">' in page and '<tr data-run="beta">' in page
-    assert '<td class="overturned">1 <small>(acme__lib-2)</small></td>' in page
+    assert '<td class="num overturned group-start" title="acme__lib-2">1</td>' in page
+    assert '<a href="/tasks/acme__lib-2">acme__lib-2</a>' in page.split('id="overturned"')[1]
     assert "<svg" in page and "<?xml" not in page
     assert "alpha (with probes)" in page  # the plot's legend, as SVG text
 
 
-def test_a_rate_reads_value_and_wilson_interval() -> None:
+def test_a_rate_reads_value_and_wilson_interval_on_one_short_line(client: TestClient) -> None:
     assert format_rate(RateOut(value=66.7, se=27.2, low=20.8, high=93.9, n=3)) == "67% [21–94]"
+    page = client.get("/leaderboard").text
+    row = page.split('<tr data-run="alpha">', 1)[1].split("</tr>", 1)[0]
+    assert '<td class="num tasks"' in row and ">2</td>" in row  # n, the scored tasks
+    assert "100% [34–100]" in row  # 2 of 2 on the original tests: Wilson, not [100, 100]
+    assert "±" not in page
+
+
+ONE_LINE = """JSON.stringify([...document.querySelectorAll('#leaderboard tbody td')].map(td => {
+  const style = getComputedStyle(td);
+  const inner = td.clientHeight - parseFloat(style.paddingTop) - parseFloat(style.paddingBottom);
+  return {text: td.innerText, lines: inner / parseFloat(style.lineHeight)};
+}))"""
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
-def test_headless_chromium_draws_the_page(client: TestClient, tmp_path: Path) -> None:
-    page = tmp_path / "leaderboard.html"
-    page.write_text(client.get("/leaderboard").text, encoding="utf-8")
-    shot = tmp_path / "leaderboard.png"
-    dom = subprocess.run(
-        [
-            CHROMIUM or "",
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--dump-dom",
-            page.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    ).stdout
-    subprocess.run(
-        [
-            CHROMIUM or "",
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            f"--screenshot={shot}",
-            "--window-size=1200,1400",
-            page.as_uri(),
-        ],
-        capture_output=True,
-        timeout=120,
-        check=True,
-    )
-    assert "<svg" in dom and 'data-run="alpha"' in dom
-    assert shot.read_bytes()[:8] == PNG_MAGIC
-    assert shot.stat().st_size > 20_000  # a drawn page, not a blank one
+def test_headless_chromium_draws_every_cell_on_one_line(client: TestClient, tmp_path: Path) -> None:
+    tools = DevTools(tmp_path / "profile")
+    try:
+        with serve(client.app) as url:
+            page = tools.open(url + "/leaderboard")
+            cells = json.loads(tools.evaluate(page, ONE_LINE))
+            width = tools.evaluate(page, "document.getElementById('leaderboard').scrollWidth")
+            svg = tools.evaluate(page, "document.querySelectorAll('#plot svg').length")
+            tools.screenshot(page, tmp_path / "leaderboard.png")
+    finally:
+        tools.close()
+
+    assert any(c["text"] == "100% [34–100]" for c in cells)
+    assert [c["text"] for c in cells if c["lines"] >= 1.5] == []
+    assert width <= SCREEN_WIDTH and svg == 1
+    shot = (tmp_path / "leaderboard.png").read_bytes()
+    assert shot[:8] == PNG_MAGIC and len(shot) > 20_000  # a drawn page, not a blank one

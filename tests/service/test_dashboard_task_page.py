@@ -1,0 +1,167 @@
+"""The task page: the coverage table renders the PR's Markdown (escaped: PR text is untrusted),
+and the validation matrix says, for each control, what it must do and whether it did."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy.engine import Engine
+
+from bot.service.validation_matrix import Mark, build_matrix
+from task_registry.coverage import (
+    AdversarialCoverage,
+    ControlRef,
+    CoverageTable,
+    ProbeCoverage,
+    stored_coverage,
+)
+from task_registry.db import session_scope
+from task_registry.swebench import instance_id_for
+from task_registry.tasks import find_task
+from task_registry.types import Control, ProbeStatus
+from tests.dashboard_support import GAPS, REPO, WAITING, dashboard_app, seed_dashboard
+
+SNAPSHOT, HOLLOW = ControlRef(kind=Control.snapshot), ControlRef(kind=Control.hollow)
+CELL = re.compile(
+    r'<td class="cell mark-[\w-]+" data-mark="([^"]+)"><span class="mark">.</span> ([^<]*)</td>'
+)
+
+
+def adversarial(id_: str, *, survives: bool | None) -> AdversarialCoverage:
+    return AdversarialCoverage(
+        id=id_, operator="drop_call", path="pkg/sync.py", line=4, survives_original=survives
+    )
+
+
+def probe(
+    path: str, *, passes: int = 3, rejects: tuple[ControlRef, ...] = (), **fields: object
+) -> ProbeCoverage:
+    return ProbeCoverage(
+        path=path,
+        golden_passes=passes,
+        golden_runs=3,
+        rejects=list(rejects),
+        **fields,  # type: ignore[arg-type]
+    )
+
+
+def test_each_cell_says_whether_the_control_did_what_it_must() -> None:
+    caught = ControlRef(kind=Control.adversarial, adversarial="2")
+    table = CoverageTable(
+        instance_id="acme__lib-1",
+        probes=[
+            probe(
+                "probes/test_good.py",
+                rejects=(SNAPSHOT, HOLLOW, caught),
+                status=ProbeStatus.accepted,
+            ),
+            probe(
+                "probes/test_flaky.py", passes=2, rejects=(SNAPSHOT,), status=ProbeStatus.rejected
+            ),
+            ProbeCoverage(path="probes/test_gpu.py", status=ProbeStatus.waiting),
+        ],
+        adversarials=[adversarial("1", survives=False), adversarial("2", survives=True)],
+        original_rejects=[SNAPSHOT],
+    )
+
+    matrix = build_matrix(table, runs=[])
+    cells = {row.label: [(c.mark, c.text) for c in row.cells] for row in matrix.rows}
+
+    assert [c.title for c in matrix.columns] == [
+        "PR's tests",
+        "probes/test_good.py",
+        "probes/test_flaky.py",
+        "probes/test_gpu.py",
+    ]
+    waits = (Mark.waiting, "waits for a GPU runner")
+    assert cells["golden patch"] == [
+        (Mark.not_run, "not run"),
+        (Mark.met, "3/3 passed"),
+        (Mark.missed, "2/3 passed"),
+        waits,
+    ]
+    assert cells["snapshot"] == [
+        (Mark.met, "rejected"),
+        (Mark.met, "rejected"),
+        (Mark.met, "rejected"),
+        waits,
+    ]
+    assert cells["hollow patch"] == [
+        (Mark.missed, "passes"),
+        (Mark.met, "rejected"),
+        (Mark.missed, "passes"),
+        waits,
+    ]
+    assert cells["adversarial #1"][0] == (Mark.met, "rejected")
+    assert {mark for mark, _ in cells["adversarial #1"][1:]} == {Mark.not_run}
+    assert cells["adversarial #2"] == [
+        (Mark.missed, "survives"),
+        (Mark.met, "rejected"),
+        (Mark.missed, "passes"),
+        waits,
+    ]
+    assert [row.must for row in matrix.rows[:2]] == [
+        "pass, every run, no skip",
+        "fail (be rejected)",
+    ]
+
+
+def test_a_table_no_validation_has_judged_has_no_matrix() -> None:
+    table = CoverageTable(
+        instance_id="acme__lib-1", probes=[ProbeCoverage(path="probes/test_p.py")]
+    )
+    assert build_matrix(table, runs=[]).rows == []
+
+
+@pytest.fixture
+def client(sqlite_engine: Engine) -> TestClient:
+    seed_dashboard(sqlite_engine)
+    return dashboard_app(sqlite_engine)
+
+
+def test_the_page_shows_the_matrix_with_a_mark_per_cell(client: TestClient) -> None:
+    page = client.get(f"/tasks/{instance_id_for(REPO, GAPS)}").text
+    matrix = page.split('id="validation"', 1)[1].split("</table>", 1)[0]
+    rows = dict(re.findall(r'<tr data-control="(\w+)">(.*?)</tr>', matrix, re.S))
+
+    assert CELL.findall(rows["golden"]) == [("met", "3/3 passed"), ("met", "3/3 passed")]
+    assert CELL.findall(rows["snapshot"]) == [("missed", "passes"), ("met", "rejected")]
+    assert "completed" not in matrix
+    runs = page.split('id="runs"', 1)[1]
+    assert CELL.findall(runs) == [
+        ("met", "passes every test"),
+        ("met", "passes every test"),
+        ("met", "passes every test"),
+        ("met", "passes every test"),
+        ("met", "the probes reject it"),
+    ]
+
+
+def test_a_task_that_waits_for_a_gpu_lists_the_test_and_why(client: TestClient) -> None:
+    page = client.get(f"/tasks/{instance_id_for(REPO, WAITING)}").text
+    waiting = page.split('id="waiting"', 1)[1].split("</table>", 1)[0]
+
+    assert "tests/<wbr>gpu/<wbr>test_sync_on_two_gpus.py" in waiting
+    assert "needs 2 GPUs (marker <code>gpu</code>)" in waiting
+
+
+def test_quotes_render_markdown_and_show_raw_html_as_text(
+    client: TestClient, sqlite_engine: Engine
+) -> None:
+    instance = instance_id_for(REPO, GAPS)
+    with session_scope(sqlite_engine) as session:
+        task = find_task(session=session, instance_id=instance)
+        assert task is not None
+        table = stored_coverage(task)
+        table.promises[0].quote = "sends only `changed` tensors <script>alert(1)</script> **fast**"
+        task.coverage = table.model_dump(mode="json")
+        session.add(task)
+
+    page = client.get(f"/tasks/{instance}").text
+    quote = page.split('<td class="quote">', 1)[1].split("</td>", 1)[0]
+
+    assert quote.startswith("sends only <code>changed</code> tensors")
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; <strong>fast</strong>" in quote
+    assert "`" not in quote and "<script>" not in page
