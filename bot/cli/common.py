@@ -11,7 +11,6 @@ Help: a parameter is shown as it is typed (``TASK``, ``--since YYYY-MM-DD``,
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -22,29 +21,18 @@ from rich.markup import escape
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 from typer.models import CommandFunctionType
 
+from bot.console import console as console  # every command prints through it
 from probewatch.errors import ProbewatchError
 
 if TYPE_CHECKING:
     from bot.context import AppContext
 
-# A pipe has no width; rich would assume 80 columns and cut table cells (titles, paths) to
-# fit. Piped output is read by programs and pagers, so it gets every character instead.
-PIPED_WIDTH = 10_000
 USAGE_ERROR_EXIT = 2
 PYDANTIC_PREFIX = "Value error, "
 
 
 class CommandError(ProbewatchError):
     """A command cannot do what it was asked; the message says why and what to do."""
-
-
-def console() -> Console:
-    """Made when a command prints: the terminal's width (or COLUMNS) in a terminal; piped,
-    wide enough that no table cell is cut."""
-    out = Console()
-    if out.is_terminal or os.environ.get("COLUMNS"):
-        return out
-    return Console(width=PIPED_WIDTH)
 
 
 def err_console() -> Console:

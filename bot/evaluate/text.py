@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from bot.console import console
 from bot.evaluate.leaderboard import (
     Comparison,
     GroupScores,
@@ -24,8 +24,6 @@ from bot.evaluate.leaderboard import (
 from bot.evaluate.types import EvalEvent, EvalReport, Stage
 from task_registry.types import ScoreSuite
 
-console = Console()
-
 
 def progress_line(event: EvalEvent) -> None:
     where = f"[{event.done}/{event.total}]"
@@ -33,7 +31,7 @@ def progress_line(event: EvalEvent) -> None:
         return
     colour = {"graded": "green", "fault": "red", "skipped": "dim"}.get(event.stage, "cyan")
     detail = f" {escape(event.detail)}" if event.detail else ""
-    console.print(f"{where} [{colour}]{event.stage}[/{colour}] {event.instance_id}{detail}")
+    console().print(f"{where} [{colour}]{event.stage}[/{colour}] {event.instance_id}{detail}")
 
 
 def print_report(report: EvalReport) -> None:
@@ -55,7 +53,7 @@ def print_report(report: EvalReport) -> None:
             verdict,
             note,
         )
-    console.print(table)
+    console().print(table)
     _print_totals(report)
 
 
@@ -69,7 +67,7 @@ def _print_totals(report: EvalReport) -> None:
     scored = [r for r in report.results if r.scores]
     original = sum(r.resolved(ScoreSuite.original) for r in scored)
     probes = sum(r.resolved(ScoreSuite.with_probes) for r in scored)
-    console.print(
+    console().print(
         f"{report.agent}: resolved (set rule) {original}/{len(scored)} on the original tests, "
         f"{probes}/{len(scored)} with probes ({original - probes} overturned); "
         f"{len(report.faults)} fault(s) excluded; {len(report.skipped)} graded earlier; "
@@ -122,7 +120,7 @@ LEADERBOARD_COLUMNS = (
 
 def print_leaderboard(board: Leaderboard, *, areas: bool = False) -> None:
     if not board.runs:
-        console.print("no graded submissions yet: run `probewatch eval --agent oracle`")
+        console().print("no graded submissions yet: run `probewatch eval --agent oracle`")
         return
     table = Table(
         *LEADERBOARD_COLUMNS,
@@ -132,7 +130,7 @@ def print_leaderboard(board: Leaderboard, *, areas: bool = False) -> None:
     for run in board.runs:
         for row in _leaderboard_rows(run):
             table.add_row(*row)
-    console.print(table)
+    console().print(table)
     for run in board.runs:
         _print_sets(run)
         _print_groups(run.windows, str(board.window), f"{escape(run.run)} per {board.window}")
@@ -171,16 +169,16 @@ def _suite_cells(name: str, suite: SuiteScores) -> list[str]:
 
 def _print_sets(run: RunScores) -> None:
     resolved = ", ".join(run.with_probes.resolved_set_tasks) or "none"
-    console.print(f"[bold]{escape(run.run)}[/bold] resolved with probes (set rule): {resolved}")
+    console().print(f"[bold]{escape(run.run)}[/bold] resolved with probes (set rule): {resolved}")
     if run.overturned:
-        console.print(f"  overturned by probes: {', '.join(run.overturned)}")
+        console().print(f"  overturned by probes: {', '.join(run.overturned)}")
     if run.with_probes.disagreement_tasks:
-        console.print(f"  rules disagree on: {', '.join(run.with_probes.disagreement_tasks)}")
+        console().print(f"  rules disagree on: {', '.join(run.with_probes.disagreement_tasks)}")
     if run.with_probes.fault_tasks:
-        console.print(f"  faults (excluded): {', '.join(run.with_probes.fault_tasks)}")
+        console().print(f"  faults (excluded): {', '.join(run.with_probes.fault_tasks)}")
     if set(run.fails_like) - {"none"}:  # only when some control run was there to compare
         counts = ", ".join(f"{kind} {n}" for kind, n in sorted(run.fails_like.items()))
-        console.print(f"  failed submissions fail like: {counts}")
+        console().print(f"  failed submissions fail like: {counts}")
 
 
 def _print_groups(groups: list[GroupScores], key: str, title: str) -> None:
@@ -202,7 +200,7 @@ def _print_groups(groups: list[GroupScores], key: str, title: str) -> None:
             rate_text(group.with_probes.passed),
             str(group.with_probes.faults),
         )
-    console.print(table)
+    console().print(table)
 
 
 def print_comparison(result: Comparison) -> None:
@@ -216,12 +214,12 @@ def print_comparison(result: Comparison) -> None:
     )
     table.add_row(f"{a} resolved", f"both: {result.both}", f"broken: {result.broken}")
     table.add_row(f"{a} not resolved", f"fixed: {result.fixed}", f"neither: {result.neither}")
-    console.print(table)
-    console.print(
+    console().print(table)
+    console().print(
         f"exact McNemar (sign test on {result.fixed + result.broken} discordant pairs): "
         f"p = {result.p_value:.4g}"
     )
     if result.fixed_tasks:
-        console.print(f"fixed by {b}: {', '.join(result.fixed_tasks)}")
+        console().print(f"fixed by {b}: {', '.join(result.fixed_tasks)}")
     if result.broken_tasks:
-        console.print(f"broken by {b}: {', '.join(result.broken_tasks)}")
+        console().print(f"broken by {b}: {', '.join(result.broken_tasks)}")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.app.cli_support import add_candidate, migrated_home, probewatch
 
 LONG_TITLE = (
@@ -42,3 +44,15 @@ def test_an_explicit_columns_still_sets_the_width(tmp_path: Path) -> None:
     assert narrow.exit_code == 0, narrow.stderr
     assert LONG_TITLE not in narrow.stdout
     assert max(len(line) for line in narrow.stdout.splitlines()) <= 80
+
+
+def test_evaluation_tables_reach_a_pipe_whole(capsys: pytest.CaptureFixture[str]) -> None:
+    # The eval, leaderboard and compare tables print through the same console as the CLI's.
+    from bot.evaluate.text import progress_line
+    from bot.evaluate.types import EvalEvent, Stage
+
+    progress_line(
+        EvalEvent(stage=Stage.graded, instance_id=LONG_PATH, done=1, total=1, detail=LONG_TITLE)
+    )
+    out = capsys.readouterr().out
+    assert LONG_PATH in out and LONG_TITLE in out
