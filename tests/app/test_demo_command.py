@@ -109,3 +109,47 @@ def test_demo_rerun_rebuilds_nothing_and_adds_no_rows(demo_runs):
     assert second.count("nothing to rebuild") == len(PLANTED)
     assert second.count("report unchanged") == len(PLANTED)
     assert second.count("graded by an earlier run") == 3 * len(PLANTED)
+
+
+def stored(database: Path, number: int) -> tuple[str, dict]:
+    import json
+
+    with sqlite3.connect(database) as db:
+        body = db.execute("select body from pr_report where pull_number = ?", (number,)).fetchone()
+        table = db.execute("select coverage from task where pull_number = ?", (number,)).fetchone()
+    return body[0], json.loads(table[0])
+
+
+def visible_lines(body: str) -> int:
+    shown, depth = 0, 0
+    for line in body.splitlines():
+        opens = line.count("<details")
+        shown += depth == 0 and bool(line.strip()) and not opens
+        depth += opens - line.count("</details>")
+    return shown
+
+
+@pytest.mark.parametrize("number", PLANTED)
+def test_demo_reports_show_each_surviving_patch_once_within_budget_naming_no_probe(
+    demo_runs, number: int
+) -> None:
+    home = demo_runs[0]
+    body, table = stored(home / "probewatch.db", number)
+    missed = [p for p in table["promises"] if p["verdict"] != "checked" and p["survivors"]]
+    distinct = {i for p in missed for i in p["survivors"]}
+    entries = [line for line in body.splitlines() if line.startswith("#### ")]
+    folded = [line for line in body.splitlines() if line.startswith("- `") and " breaks " in line]
+    assert len(entries) + len(folded) == len(distinct)  # one entry per patch, never per promise
+    noun = "gap" if len(distinct) == 1 else "gaps"
+    assert f"probewatch: {len(distinct)} {noun} in what #{number} promises" in body
+    assert visible_lines(body) <= 60
+    for probe in table["probes"]:
+        assert probe["path"] not in body and probe["path"].rsplit("/", 1)[-1] not in body
+    # The same verdict for a patch wherever it appears: show says an accepted probe rejects
+    # each of these, so no entry may say that none does.
+    caught = all(
+        any(p["path"] in a["rejected_by"] and p["status"] == "accepted" for p in table["probes"])
+        for a in table["adversarials"]
+        if a["id"] in distinct
+    )
+    assert not caught or "no validated probe tests it yet" not in body
