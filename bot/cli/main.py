@@ -19,6 +19,7 @@ from bot.cli import build as cli_build
 from bot.cli import demo as cli_demo
 from bot.cli import grade as cli_grade
 from bot.cli import report as cli_report
+from bot.cli.choices import STATUSES, FormatChoice
 from bot.cli.common import ProbewatchTyper, app_context, console
 from bot.cli.envs import envs_app
 from bot.cli.eval import agents_app, eval_app
@@ -140,9 +141,15 @@ def config_check(
 def export(
     ctx: typer.Context,
     path: Annotated[Path, typer.Argument(help="JSONL file to write.")],
-    fmt: Annotated[str, typer.Option("--format", help="Only swebench for now.")] = "swebench",
+    fmt: Annotated[
+        FormatChoice, typer.Option("--format", help="Only swebench for now.")
+    ] = "swebench",
     status: Annotated[
-        list[str] | None, typer.Option(help="Only tasks in this status (repeatable).")
+        list[str] | None,
+        typer.Option(
+            metavar="[" + "|".join(STATUSES) + "]",
+            help="Only tasks in this status (repeatable).",
+        ),
     ] = None,
     include_hidden: Annotated[
         bool,

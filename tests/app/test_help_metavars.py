@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from bot.cli import choices
 from bot.cli.main import app
 from task_registry.scoring import Window
-from task_registry.types import Decision, FilterVerdict, ScoreSuite
+from task_registry.types import Decision, FilterVerdict, ScoreSuite, TaskStatus
 
 TYPE_LABEL = re.compile(r"<[^<>\s][^<>]*>")
 
@@ -75,3 +75,9 @@ def test_the_choices_are_the_registry_vocabularies() -> None:
     assert tuple(Decision) == choices.DECISIONS
     assert tuple(Window) == choices.WINDOWS
     assert set(choices.SUITES) == set(ScoreSuite)
+    assert tuple(TaskStatus) == choices.STATUSES
+
+
+def test_export_shows_its_formats_and_statuses() -> None:
+    shown = help_of(("export",))
+    assert "[swebench]" in shown and "[candidate|built|validated|published|retired]" in shown
