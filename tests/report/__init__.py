@@ -1,0 +1,1 @@
+"""Tests of the maintainer report and the check run."""
