@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.app.cli_support import migrated_home, probewatch
+from tests.cli.cli_support import migrated_home, probewatch
 
 FIRST = "my-agent --repo {workdir} --task-file {statement_file}"
 SECOND = "my-agent --repo {workdir} --prompt {statement}"

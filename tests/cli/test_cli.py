@@ -93,7 +93,7 @@ def test_bad_flags_are_usage_errors(tmp_path: Path) -> None:
     probewatch(tmp_path, "db", "upgrade")
     result = probewatch(tmp_path, "export", "--format", "csv", str(tmp_path / "x"))
     assert result.returncode == 2
-    assert "unknown format 'csv'" in result.stderr
+    assert "'csv' is not one of 'swebench'" in result.stderr
     both = probewatch(
         tmp_path, "import", "--skip-existing", "--replace", str(DATA / "tasks.swebench.jsonl")
     )

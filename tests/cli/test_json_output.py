@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from task_registry.db import head_revision
-from tests.app.cli_support import add_candidate, migrated_home, probewatch
+from tests.cli.cli_support import add_candidate, migrated_home, probewatch
 
 
 def test_db_current(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from tests.app.cli_support import migrated_home, probewatch
+from tests.cli.cli_support import migrated_home, probewatch
 from tests.github_emulator import GitHubEmulator, PullFile
 
 CLOSED, MERGED = 150, 10  # 160 PRs: two pages of 100

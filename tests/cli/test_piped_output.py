@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.app.cli_support import add_candidate, migrated_home, probewatch
+from tests.cli.cli_support import add_candidate, migrated_home, probewatch
 
 LONG_TITLE = (
     "Make the rollout workers resume from the last synced weight version after a restart "
@@ -46,8 +46,11 @@ def test_an_explicit_columns_still_sets_the_width(tmp_path: Path) -> None:
     assert max(len(line) for line in narrow.stdout.splitlines()) <= 80
 
 
-def test_evaluation_tables_reach_a_pipe_whole(capsys: pytest.CaptureFixture[str]) -> None:
+def test_evaluation_tables_reach_a_pipe_whole(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     # The eval, leaderboard and compare tables print through the same console as the CLI's.
+    monkeypatch.delenv("COLUMNS", raising=False)
     from bot.evaluate.text import progress_line
     from bot.evaluate.types import EvalEvent, Stage
 

@@ -15,7 +15,7 @@ from bot.service.app import create_app
 from bot.service.run import web_context
 from bot.service.webhook import WebhookConfigError
 from bot.settings import Settings
-from tests.app.cli_support import probewatch
+from tests.cli.cli_support import probewatch
 
 
 def test_development_serves_without_the_webhook_and_warns_once(

@@ -11,7 +11,7 @@ import pytest
 
 from bot.cli.refs import PullRef, parse_pull_ref
 from task_registry.db import session_scope
-from tests.app.cli_support import add_candidate, migrated_home, probewatch
+from tests.cli.cli_support import add_candidate, migrated_home, probewatch
 from tests.factories import make_task
 
 FORMS = "OWNER__NAME-N (the instance id) or OWNER/NAME#N"

@@ -12,8 +12,8 @@ import pytest
 from task_registry.db import session_scope
 from task_registry.tasks import get_task, set_task_status
 from task_registry.types import TaskStatus
-from tests.app.cli_support import add_candidate, migrated_home, probewatch
 from tests.build_fixtures import MEMO_BODY, MEMO_TITLE, memo_pr
+from tests.cli.cli_support import add_candidate, migrated_home, probewatch
 from tests.factories import make_task
 from tests.probe_builder_support import FixturePR
 

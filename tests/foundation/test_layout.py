@@ -22,6 +22,7 @@ MAX_MODULES = 15
 FOUNDATION = {"probewatch"}
 DOMAIN = FOUNDATION | {"task_registry", "runners", "pr_miner", "probe_builder"}
 CORE = {
+    "bot.console",
     "bot.settings",
     "bot.watchfile",
     "bot.repos",
@@ -35,6 +36,7 @@ ALLOWED: dict[str, set[str]] = {
     "runners": FOUNDATION,
     "pr_miner": FOUNDATION | {"task_registry", "runners"},
     "probe_builder": FOUNDATION | {"task_registry", "runners", "pr_miner"},
+    "bot.console": set(),
     "bot.settings": DOMAIN,
     "bot.watchfile": DOMAIN,
     "bot.repos": DOMAIN | {"bot.settings", "bot.watchfile"},

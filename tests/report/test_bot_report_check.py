@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from bot.report.check import ANNOTATIONS_LIMIT, check_output
 from bot.report.render import render_report
-from tests.service.test_bot_report import FUNCTIONAL, STATE, TRAFFIC, URL, report, survivor
+from tests.report.test_bot_report import FUNCTIONAL, STATE, TRAFFIC, URL, report, survivor
 
 
 def output_for(*rows):  # type: ignore[no-untyped-def]
