@@ -94,8 +94,13 @@ def full_report_url(public_url: str, repo: str, pull_number: int) -> str:
 
 
 def summary_line(table: CoverageTable, pull_number: int | None = None) -> str:
-    """The verdict in one line: the gaps and the promises they break, or why there are none."""
-    return f"probewatch: {headline(table, pull_number)}."
+    """The verdict in one line: the gaps and the promises they break, or why there are none,
+    and how many tests wait for a GPU runner when the verdict does not already say so."""
+    said = headline(table, pull_number)
+    gpu = sum(1 for w in table.waiting if w.needs_gpu)
+    if gpu and " waits for " not in said:
+        said = f"{said}; {gpu} test(s) wait for a GPU runner"
+    return f"probewatch: {said}."
 
 
 def headline(table: CoverageTable, pull_number: int | None = None) -> str:

@@ -94,7 +94,7 @@ def test_a_test_nothing_places_is_tried_on_cpu_and_waits_when_it_needs_a_gpu(
     (waiting,) = result.table.waiting
     assert waiting.path == GPU_TEST and waiting.reason.startswith(FaultKind.needs_gpu)
     assert waiting.needs_gpu
-    assert "**Not run here** (1)" in rendered.body and GPU_TEST in rendered.body
+    assert "Not run here (1)" in rendered.body and GPU_TEST in rendered.body
     assert rendered.summary.endswith("; 1 test(s) wait for a GPU runner.")
 
 
