@@ -13,7 +13,7 @@ Actions runner) gets the request and prepares the tree where it runs.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -121,18 +121,18 @@ def run_once(
         home = str(ws.scratch / "home")
         result = result_of(report, home=home, unavailable=unavailable)
 
-        def alone(node: str) -> PytestReport:
-            return runner.run_tests(alone_invocation(invocation, node), request.hardware)
+        def rerun(nodes: Sequence[str]) -> PytestReport:
+            return runner.run_tests(rerun_invocation(invocation, nodes), request.hardware)
 
-        return retried_alone(result, report, alone, home=home, unavailable=unavailable)
+        return retried_alone(result, report, rerun, home=home, unavailable=unavailable)
 
 
-def alone_invocation(invocation: PytestInvocation, node: str) -> PytestInvocation:
-    """``node`` by itself in the same prepared tree: setup has run there already."""
-    limit = (invocation.timeout_per_test_s or ALONE_LIMIT_S) + ALONE_GRACE_S
+def rerun_invocation(invocation: PytestInvocation, nodes: Sequence[str]) -> PytestInvocation:
+    """``nodes`` by themselves in the same prepared tree: setup has run there already."""
+    limit = (invocation.timeout_per_test_s or ALONE_LIMIT_S) * len(nodes) + ALONE_GRACE_S
     return replace(
         invocation,
-        selection=(node,),
+        selection=tuple(nodes),
         setup_commands=(),
         timeout_run_s=min(invocation.timeout_run_s, limit),
     )
@@ -154,29 +154,29 @@ def after_a_fault(tests: Iterable[TestCaseResult]) -> list[str]:
 def retried_alone(
     result: RunResult,
     report: PytestReport,
-    alone: Callable[[str], PytestReport],
+    rerun: Callable[[Sequence[str]], PytestReport],
     *,
     home: str | None = None,
     unavailable: Mapping[str, str] | None = None,
     limit: int = MAX_ALONE,
 ) -> RunResult:
-    """The run with each test that failed after a machine fault run again by itself (up to
-    ``limit`` of them): what it does alone is its outcome, so a neighbour's fault is not
-    taken for the patch's failure, and its own fault, if any, is found."""
+    """The run with the tests that failed after a machine fault run again without the
+    tests the machine failed: first all together in one fresh session, then each that fails
+    after a fault there once more by itself (up to ``limit``). What a test does away from
+    its broken neighbour is its outcome, so a neighbour's fault is not taken for the patch's
+    failure, and its own fault, if any, is found; one session, not one per test."""
     if result.outcome is not Outcome.completed and result.outcome is not Outcome.fault:
         return result
-    suspects = after_a_fault(result.tests)[:limit]
+    suspects = after_a_fault(result.tests)
     if not suspects:
         return result
-    again: dict[str, TestCaseResult] = {}
-    for node in suspects:
-        found = alone(node)
-        mine = next((t for t in found.tests if t.node_id == node), None)
-        if mine is not None and not found.timed_out:
-            again[node] = _with_fault(mine, home, unavailable or {})
+    again = _rerun(suspects, rerun, home, unavailable or {})
+    alone = [node for node in suspects if node not in again][:limit]
+    for node in alone:
+        again.update(_rerun([node], rerun, home, unavailable or {}))
     tests = tuple(again.get(t.node_id, t) for t in result.tests)
     fault = fault_of(report, tests, home=home)
-    note = f"{len(again)} test(s) that failed after a machine fault were run again alone"
+    note = f"{len(again)} test(s) that failed after a machine fault were run again without it"
     base = report.detail or (fault.detail if fault else "")
     detail = "; ".join(d for d in (base, note) if d)
     return replace(
@@ -186,6 +186,22 @@ def retried_alone(
         fault=fault,
         detail=detail,
     )
+
+
+def _rerun(
+    nodes: Sequence[str],
+    rerun: Callable[[Sequence[str]], PytestReport],
+    home: str | None,
+    unavailable: Mapping[str, str],
+) -> dict[str, TestCaseResult]:
+    """The outcomes a fresh session gives ``nodes``, but for those that fail after a fault
+    there again (their outcome is still not their own)."""
+    found = rerun(nodes)
+    if found.timed_out:
+        return {}
+    tests = tuple(_with_fault(t, home, unavailable) for t in found.tests)
+    unsure = set(after_a_fault(tests)) if len(nodes) > 1 else set()
+    return {t.node_id: t for t in tests if t.node_id in nodes and t.node_id not in unsure}
 
 
 def invocation_for(request: RunRequest, ws: Workspace) -> PytestInvocation:

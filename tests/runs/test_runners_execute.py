@@ -613,4 +613,42 @@ def test_a_test_failing_after_a_machine_fault_is_judged_alone(task: dict) -> Non
     assert by_node["test_2_passes_alone"].status == "passed"  # its neighbour's doing, not its own
     wrong = by_node["test_3_fails_alone_too"]
     assert wrong.status == "failed" and wrong.fault is None  # alone it still fails: the patch's
-    assert result.outcome is Outcome.completed and "run again alone" in result.detail
+    assert result.outcome is Outcome.completed and "run again without it" in result.detail
+
+
+CASCADE_AFTER_A_FAULT = """
+from pathlib import Path
+
+STATE = {}
+Path({record!r}).open("a").write("session\\n")  # once per pytest session
+
+
+def test_0_the_machine_fails():
+    STATE["cluster"] = "up"
+    raise RuntimeError("No CUDA GPUs are available")
+
+
+def test_1_cascade():
+    assert "cluster" not in STATE, "init twice"
+
+
+def test_2_cascade():
+    assert "cluster" not in STATE, "init twice"
+
+
+def test_3_cascade():
+    assert "cluster" not in STATE, "init twice"
+"""
+
+
+def test_tests_failing_after_a_fault_are_run_again_together_in_one_session(
+    task: dict, tmp_path: Path
+) -> None:
+    record = tmp_path / "sessions.log"
+    code = CASCADE_AFTER_A_FAULT.replace("{record!r}", repr(str(record)))
+    result = run(task, request_for(task, overlay=TestOverlay(files={"tests/test_c.py": code})))
+
+    statuses = {t.node_id.rpartition("::")[2]: t.status for t in result.tests}
+    assert [statuses[f"test_{i}_cascade"] for i in (1, 2, 3)] == ["passed"] * 3
+    # The run and one session for the three together; one per test would make four.
+    assert record.read_text().count("session") == 2
