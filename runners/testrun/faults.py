@@ -101,7 +101,8 @@ SIGNATURES: tuple[Signature, ...] = (
         r"|NCCL error.*(?:no CUDA-capable device|cudaErrorNoDevice)"
         r"|ProcessGroupNCCL is only supported with GPUs|Distributed package doesn't have NCCL"
         r"|NCCL is not available|<module 'torch\.cuda'|torch\.cuda\.(?:is_available|device_count)"
-        r"|\b0 active drivers\b|libcuda\.so[.\d]*: cannot open",
+        r"|\b0 active drivers\b|libcuda\.so[.\d]*: cannot open"
+        r"|Total available GPUs 0 is less than",  # a resource pool sized in GPUs (verl, Ray)
         "the test needs CUDA GPUs and this runner offers none (or no driver)",
         retryable=False,
     ),
