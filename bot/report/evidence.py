@@ -201,6 +201,7 @@ class RunContext:
     controls: dict[str, bool] = field(default_factory=dict)  # snapshot/hollow -> PR tests fail it
     mutants: int = 0  # mechanical and authored patches judged against the PR's tests
     survivors: int = 0
+    unjudged: int = 0  # patches no test that ran here could judge
 
     @property
     def validated(self) -> bool:
@@ -227,6 +228,7 @@ def run_context(table: CoverageTable, runs: Iterable[ValidationRun]) -> RunConte
         },
         mutants=len(judged),
         survivors=sum(1 for a in judged if a.survives_original),
+        unjudged=len(table.adversarials) - len(judged) if judged else 0,
     )
 
 
@@ -246,6 +248,8 @@ def context_line(context: RunContext, waiting: int) -> str:
             parts.append(
                 f"{context.survivors} of {context.mutants} mutants of the changed lines {verb} them"
             )
+        if context.unjudged:
+            parts.append(f"{context.unjudged} more not judged: no test that runs here reaches them")
     if waiting:
         parts.append(f"{waiting} not run here (below)")
     return " · ".join(parts)

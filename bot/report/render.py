@@ -129,6 +129,12 @@ def headline(table: CoverageTable, pull_number: int | None = None) -> str:
     total = len(table.promises)
     if not total:
         return f"no promise found in {pr}'s description to check"
+    unjudged = _unjudged(table)
+    if unjudged:  # "no gap" holds only for what ran: say how much did not
+        return (
+            f"no gap found in {pr} by the tests that run here; {unjudged} of "
+            f"{len(table.adversarials)} patches wait for tests that cannot run here"
+        )
     checked = sum(1 for row in table.promises if row.verdict == PromiseVerdict.checked)
     if checked == total:
         return f"{pr}'s tests check all {total} promises probewatch found"
@@ -137,6 +143,13 @@ def headline(table: CoverageTable, pull_number: int | None = None) -> str:
         f"no gap found in {pr}: its tests check {checked} of {total} promises, and no patch "
         f"that breaks the other {total - checked} passes them"
     )
+
+
+def _unjudged(table: CoverageTable) -> int:
+    """Patches validation could not judge (their lines run only in tests that did not run)."""
+    if not any(a.survives_original is not None for a in table.adversarials):
+        return 0
+    return sum(1 for a in table.adversarials if a.survives_original is None)
 
 
 def render_report(report: ReportInput, *, full_url: str) -> RenderedReport:
@@ -198,7 +211,7 @@ def _render(
             report=report,
             table=table,
             headline=report_headline,
-            icon="⚠️" if shown else ("⏳" if _waits(table) else "✅"),
+            icon="⚠️" if shown else ("⏳" if _waits(table) or _unjudged(table) else "✅"),
             context=context_line(report.context, len(table.waiting)),
             commit=(report.merge_commit or "")[:10],
             entries=shown,

@@ -390,3 +390,18 @@ def test_body_hash_follows_the_body(count: int) -> None:
     other = render_report(report(*rows), full_url=URL + "?v=2")
     assert rendered.body_hash == render_report(report(*rows), full_url=URL).body_hash
     assert rendered.body_hash != other.body_hash
+
+
+def test_no_gap_is_said_only_for_what_ran_here() -> None:
+    # One patch judged (it fails the PR's tests), two whose lines no test that ran reaches.
+    found = report(replace(TRAFFIC, survivors=()))
+    judged = AdversarialCoverage(id="9", operator="x", path="pkg/sync.py", survives_original=False)
+    unjudged = [AdversarialCoverage(id=str(i), operator="x", path="pkg/sync.py") for i in (10, 11)]
+    table = found.table.model_copy(update={"adversarials": [judged, *unjudged]})
+    context = replace(CONTEXT, mutants=1, survivors=0, unjudged=2)
+    body = render_report(replace(found, table=table, context=context), full_url=URL).body
+    assert body.splitlines()[1] == (
+        "### ⏳ probewatch: no gap found in #5 by the tests that run here; 2 of 3 patches wait "
+        "for tests that cannot run here"
+    )
+    assert "2 more not judged: no test that runs here reaches them" in body
