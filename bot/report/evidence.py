@@ -228,8 +228,16 @@ def run_context(table: CoverageTable, runs: Iterable[ValidationRun]) -> RunConte
         },
         mutants=len(judged),
         survivors=sum(1 for a in judged if a.survives_original),
-        unjudged=len(table.adversarials) - len(judged) if judged else 0,
+        unjudged=unjudged(table),
     )
+
+
+def unjudged(table: CoverageTable) -> int:
+    """Patches validation could not judge (their lines run only in tests that did not run);
+    none before any patch was judged."""
+    if not any(a.survives_original is not None for a in table.adversarials):
+        return 0
+    return sum(1 for a in table.adversarials if a.survives_original is None)
 
 
 def context_line(context: RunContext, waiting: int) -> str:

@@ -35,6 +35,7 @@ from bot.report.evidence import (
     promise_numbers,
     short_quote,
     tests_sentence,
+    unjudged,
     verdict_word,
 )
 from task_registry.coverage import CoverageTable, PromiseCoverage
@@ -93,10 +94,9 @@ def full_report_url(public_url: str, repo: str, pull_number: int) -> str:
     return f"{public_url.rstrip('/')}/reports/{repo}/{pull_number}"
 
 
-def summary_line(table: CoverageTable, pull_number: int | None = None) -> str:
-    """The verdict in one line: the gaps and the promises they break, or why there are none,
-    and how many tests wait for a GPU runner when the verdict does not already say so."""
-    said = headline(table, pull_number)
+def summary_line(table: CoverageTable, said: str) -> str:
+    """The verdict (``said``, the headline) in one line, with how many tests wait for a GPU
+    runner when the verdict does not already say so."""
     gpu = sum(1 for w in table.waiting if w.needs_gpu)
     if gpu and " waits for " not in said:
         said = f"{said}; {gpu} test(s) wait for a GPU runner"
@@ -129,10 +129,10 @@ def headline(table: CoverageTable, pull_number: int | None = None) -> str:
     total = len(table.promises)
     if not total:
         return f"no promise found in {pr}'s description to check"
-    unjudged = _unjudged(table)
-    if unjudged:  # "no gap" holds only for what ran: say how much did not
+    waiting = unjudged(table)
+    if waiting:  # "no gap" holds only for what ran: say how much did not
         return (
-            f"no gap found in {pr} by the tests that run here; {unjudged} of "
+            f"no gap found in {pr} by the tests that run here; {waiting} of "
             f"{len(table.adversarials)} patches wait for tests that cannot run here"
         )
     checked = sum(1 for row in table.promises if row.verdict == PromiseVerdict.checked)
@@ -145,19 +145,12 @@ def headline(table: CoverageTable, pull_number: int | None = None) -> str:
     )
 
 
-def _unjudged(table: CoverageTable) -> int:
-    """Patches validation could not judge (their lines run only in tests that did not run)."""
-    if not any(a.survives_original is not None for a in table.adversarials):
-        return 0
-    return sum(1 for a in table.adversarials if a.survives_original is None)
-
-
 def render_report(report: ReportInput, *, full_url: str) -> RenderedReport:
     """The comment body; folded entries are dropped from the end until it fits GitHub's limit."""
     table = report.table
-    summary = summary_line(table, report.pull_number)
     shown, folded = _entries(report)
     said = headline(table, report.pull_number)
+    summary = summary_line(table, said)
     low, high = 0, len(folded)  # the most folded entries that fit: a binary search
     while low < high:
         middle = (low + high + 1) // 2
@@ -211,7 +204,7 @@ def _render(
             report=report,
             table=table,
             headline=report_headline,
-            icon="⚠️" if shown else ("⏳" if _waits(table) or _unjudged(table) else "✅"),
+            icon="⚠️" if shown else ("⏳" if _waits(table) or unjudged(table) else "✅"),
             context=context_line(report.context, len(table.waiting)),
             commit=(report.merge_commit or "")[:10],
             entries=shown,
