@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -119,12 +119,13 @@ def run_once(
         report = runner.run_tests(invocation, request.hardware)
         unavailable = request.environment.unavailable if request.environment else {}
         home = str(ws.scratch / "home")
-        result = result_of(report, home=home, unavailable=unavailable)
+        blame = Blame(home, unavailable, any_missing_module=request.trusted)
+        result = result_of(report, blame=blame)
 
         def rerun(nodes: Sequence[str]) -> PytestReport:
             return runner.run_tests(rerun_invocation(invocation, nodes), request.hardware)
 
-        return retried_alone(result, report, rerun, home=home, unavailable=unavailable)
+        return retried_alone(result, report, rerun, blame=blame)
 
 
 def rerun_invocation(invocation: PytestInvocation, nodes: Sequence[str]) -> PytestInvocation:
@@ -156,8 +157,7 @@ def retried_alone(
     report: PytestReport,
     rerun: Callable[[Sequence[str]], PytestReport],
     *,
-    home: str | None = None,
-    unavailable: Mapping[str, str] | None = None,
+    blame: Blame | None = None,
     limit: int = MAX_ALONE,
 ) -> RunResult:
     """The run with the tests that failed after a machine fault run again without the
@@ -170,12 +170,13 @@ def retried_alone(
     suspects = after_a_fault(result.tests)
     if not suspects:
         return result
-    again = _rerun(suspects, rerun, home, unavailable or {})
+    blame = blame or Blame()
+    again = _rerun(suspects, rerun, blame)
     alone = [node for node in suspects if node not in again][:limit]
     for node in alone:
-        again.update(_rerun([node], rerun, home, unavailable or {}))
+        again.update(_rerun([node], rerun, blame))
     tests = tuple(again.get(t.node_id, t) for t in result.tests)
-    fault = fault_of(report, tests, home=home)
+    fault = fault_of(report, tests, home=blame.home)
     note = f"{len(again)} test(s) that failed after a machine fault were run again without it"
     base = report.detail or (fault.detail if fault else "")
     detail = "; ".join(d for d in (base, note) if d)
@@ -191,15 +192,14 @@ def retried_alone(
 def _rerun(
     nodes: Sequence[str],
     rerun: Callable[[Sequence[str]], PytestReport],
-    home: str | None,
-    unavailable: Mapping[str, str],
+    blame: Blame,
 ) -> dict[str, TestCaseResult]:
     """The outcomes a fresh session gives ``nodes``, but for those that fail after a fault
     there again (their outcome is still not their own)."""
     found = rerun(nodes)
     if found.timed_out:
         return {}
-    tests = tuple(_with_fault(t, home, unavailable) for t in found.tests)
+    tests = tuple(blame.test(t) for t in found.tests)
     unsure = set(after_a_fault(tests)) if len(nodes) > 1 else set()
     return {t.node_id: t for t in tests if t.node_id in nodes and t.node_id not in unsure}
 
@@ -235,25 +235,39 @@ def _writable_for_setup(request: RunRequest, ws: Workspace) -> EnvironmentRef | 
     return overlay_environment(request.environment or host_environment(), ws.scratch / "venv")
 
 
-def result_of(
-    report: PytestReport, *, home: str | None = None, unavailable: Mapping[str, str] | None = None
-) -> RunResult:
+@dataclass(frozen=True)
+class Blame:
+    """What a failing test's message may show to be the machine's fault rather than the
+    patch's: the signatures every run shares (read with the run's HOME), a module the
+    environment is known not to provide, and, for patches right by definition (the golden
+    patch), any module a test cannot import while it runs — repairs read only what
+    collection imports, and a module imported inside a test (a rollout backend's transport)
+    escapes them. An agent's patch that imports a module that does not exist is still its
+    own failure."""
+
+    home: str | None = None
+    unavailable: Mapping[str, str] = field(default_factory=dict)
+    any_missing_module: bool = False
+
+    def test(self, test: TestCaseResult) -> TestCaseResult:
+        """``test`` with the fault its message shows, if it failed for the machine's sake."""
+        if test.status not in _FAILING:
+            return test
+        fault = message_fault(test.message, home=self.home) or unavailable_module(
+            test.message, self.unavailable, any_module=self.any_missing_module
+        )
+        return replace(test, fault=fault) if fault is not None else test
+
+
+def result_of(report: PytestReport, *, blame: Blame | None = None) -> RunResult:
     """The run's outcome: timeout, a classified system fault, or completed; each failing test
     carries the fault its own message shows, if any."""
-    tests = tuple(_with_fault(t, home, unavailable or {}) for t in report.tests)
+    blame = blame or Blame()
+    tests = tuple(blame.test(t) for t in report.tests)
     if report.timed_out:
         return _result(report, tests, Outcome.timeout, None)
-    fault = fault_of(report, tests, home=home)
+    fault = fault_of(report, tests, home=blame.home)
     return _result(report, tests, Outcome.fault if fault else Outcome.completed, fault)
-
-
-def _with_fault(
-    test: TestCaseResult, home: str | None, unavailable: Mapping[str, str]
-) -> TestCaseResult:
-    if test.status not in _FAILING:
-        return test
-    fault = message_fault(test.message, home=home) or unavailable_module(test.message, unavailable)
-    return replace(test, fault=fault) if fault is not None else test
 
 
 def _result(
@@ -313,10 +327,13 @@ def _per_test(fault: Fault) -> bool:
 _NO_MODULE = re.compile(r"No module named '([\w.]+)'")
 
 
-def unavailable_module(message: str | None, unavailable: Mapping[str, str]) -> Fault | None:
+def unavailable_module(
+    message: str | None, unavailable: Mapping[str, str], *, any_module: bool = False
+) -> Fault | None:
     """An environment fault when a failing test imports a module the environment is known
-    not to provide (its repairs could not add it); None when its message shows no such import."""
-    if not unavailable or not message:
+    not to provide (its repairs could not add it), or with ``any_module`` any module it
+    cannot import; None when its message shows no such import."""
+    if not message or not (unavailable or any_module):
         return None
     for match in _NO_MODULE.finditer(message):
         parts = match.group(1).split(".")
@@ -325,6 +342,12 @@ def unavailable_module(message: str | None, unavailable: Mapping[str, str]) -> F
         if module is not None:
             why = unavailable[module]
             detail = f"the environment cannot provide {module!r}: {why} [{match.group(0)}]"
+            return Fault(FaultKind.environment_build, detail, retryable=False)
+        if any_module:
+            detail = (
+                f"the environment lacks {parts[0]!r}, imported while the test ran (repairs "
+                f"read collection's imports): the golden patch cannot be blamed [{match.group(0)}]"
+            )
             return Fault(FaultKind.environment_build, detail, retryable=False)
     return None
 

@@ -149,6 +149,9 @@ class RunRequest:
     env: Mapping[str, str] = field(default_factory=dict)
     label: str = ""  # free text for logs: "golden#2", "adversarial-7"
     full_suite: bool = False  # run the whole suite (plus probes) instead of the selection
+    # The patches are right by definition (the golden patch): a module a test cannot import
+    # while it runs is the environment's fault, found before tests after it are run again.
+    trusted: bool = False
 
 
 @dataclass(frozen=True)

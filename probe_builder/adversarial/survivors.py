@@ -17,7 +17,6 @@ the naive cost of one full-suite run per variant.
 
 from __future__ import annotations
 
-import re
 import shutil
 import tempfile
 import threading
@@ -36,7 +35,6 @@ from runners.testrun.faults import DEFAULT_RETRIES
 from runners.types import (
     Backend,
     EnvironmentRef,
-    Fault,
     FaultKind,
     Hardware,
     Outcome,
@@ -210,9 +208,14 @@ class ControlRunner:
         return max(1, capacity.cpu_slots)
 
     def run(self, job: ControlJob) -> ControlRun:
+        """One job; a golden run is trusted: a module its tests cannot import is the
+        environment's fault (see :class:`runners.execute.Blame`)."""
         started = utcnow()
+        request = job.request
+        if job.control is Control.golden:
+            request = replace(request, trusted=True)
         result = execute(
-            job.request,
+            request,
             self.backend,
             workspace_root=self.workspace_root,
             retries=self.retries,
@@ -489,7 +492,7 @@ def search_survivors(
         if spec.waiting:
             raise NothingRunsHere(_none_here(spec.waiting), spec.waiting)
         raise BaselineError("the PR changes no test module: there are no original tests")
-    golden = blame_the_environment(golden_baseline(spec, runner, use_coverage=use_coverage))
+    golden = golden_baseline(spec, runner, use_coverage=use_coverage)
     spec = replace(spec, waiting={**spec.waiting, **machine_failures(golden.run.result)})
     _check_baseline(golden, spec.waiting)
     planned = [(v, *golden.selection(v)) for v in variants]
@@ -504,35 +507,6 @@ def search_survivors(
     suite_run = runner.run(_suite_job(spec)) if measure_suite else None
     stats = _stats(golden, verdicts, time.monotonic() - started, suite_run)
     return SurvivorReport(golden, verdicts, stats, suite_run, dict(spec.waiting))
-
-
-_NO_MODULE = re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'")
-
-
-def blame_the_environment(golden: GoldenBaseline) -> GoldenBaseline:
-    """The golden baseline with a module missing at run time taken for the environment's
-    fault: the golden patch is right by definition, and repairs read only what collection
-    imports (a module imported inside a test, e.g. a rollout backend's transport, escapes
-    them). Only the golden run is read so: an agent's patch that imports a module that does
-    not exist is still its own failure."""
-    tests = tuple(_missing_module(t) for t in golden.run.result.tests)
-    if tests == golden.run.result.tests:
-        return golden
-    run = replace(golden.run, result=replace(golden.run.result, tests=tests))
-    return replace(golden, run=run)
-
-
-def _missing_module(test: TestCaseResult) -> TestCaseResult:
-    if test.fault is not None or test.is_probe or test.status not in FAILING:
-        return test
-    match = _NO_MODULE.search(test.message or "")
-    if match is None:
-        return test
-    detail = (
-        f"the environment lacks {match.group(1)!r}, imported while the test ran (repairs "
-        "read collection's imports): the golden patch cannot be blamed"
-    )
-    return replace(test, fault=Fault(FaultKind.environment_build, detail, retryable=False))
 
 
 def machine_failures(result: RunResult) -> dict[str, str]:

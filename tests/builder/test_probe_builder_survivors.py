@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -11,21 +10,16 @@ from probe_builder.adversarial.survivors import (
     NOT_IN_A_TEST,
     BaselineError,
     ControlJob,
-    ControlRun,
     ControlRunner,
-    GoldenBaseline,
     Selection,
     SurvivorReport,
     TaskRunSpec,
     Variant,
-    blame_the_environment,
     context_node_id,
-    machine_failures,
     module_index,
     search_survivors,
 )
 from runners.backends.local import LocalBackend
-from runners.types import FaultKind, Outcome, RunRequest, RunResult, TestCaseResult, TestStatus
 from task_registry.types import Control, Suite
 from tests.build_fixtures import MEMO_BASE, MEMO_CHANGE, memo_pr, run_spec, variants
 from tests.probe_builder_support import FixturePR, make_pr
@@ -201,26 +195,17 @@ def test_a_pr_test_that_fails_on_golden_is_not_run_for_a_variant_and_makes_unexe
     assert "did not run or pass here and might" in unexecuted[0].reason
 
 
-def test_a_module_missing_while_the_golden_run_runs_is_the_environments_fault() -> None:
-    missing = "ModuleNotFoundError: No module named 'zmq'"
-    tests = (
-        TestCaseResult("tests/test_loop.py::test_rollout", TestStatus.failed, message=missing),
-        TestCaseResult("tests/test_loop.py::test_math", TestStatus.failed, message="assert 1 == 2"),
-        TestCaseResult("tests/test_loop.py::test_ok", TestStatus.passed),
-    )
-    request = RunRequest(repo=Path("."), base_commit="HEAD", label="golden-baseline")
-    job = ControlJob(Control.golden, Suite.original, request, attempt=0)
-    now = datetime.now(UTC)
-    run = ControlRun(job, RunResult(Outcome.completed, tests), now, now)
+def test_a_module_missing_while_the_golden_run_runs_is_the_environments_fault(
+    tmp_path: Path,
+) -> None:
+    """The golden run is trusted: a test importing, mid-run, a module the environment lacks
+    waits for a runner that has it, and the variants are judged on the rest."""
+    transport = "def test_rollout():\n    import a_transport_nobody_installed  # noqa: F401\n"
+    pr = make_pr(tmp_path, MEMO_BASE, {**MEMO_CHANGE, "tests/test_transport.py": transport})
+    found = search_survivors(run_spec(pr), variants(pr), runner_for(tmp_path / "runs"))
 
-    blamed = blame_the_environment(GoldenBaseline(run, run.result.passed, None))
-
-    by_node = {t.node_id.rpartition("::")[2]: t for t in blamed.run.result.tests}
-    fault = by_node["test_rollout"].fault
+    why = found.waiting["tests/test_transport.py"]
+    assert why.startswith("environment_build") and "'a_transport_nobody_installed'" in why
     assert (
-        fault is not None and fault.kind is FaultKind.environment_build and "'zmq'" in fault.detail
+        found.golden.passed and "tests/test_transport.py::test_rollout" not in found.golden.passed
     )
-    assert by_node["test_math"].fault is None  # a failure on its merits stays the patch's
-    waiting = machine_failures(blamed.run.result)
-    assert list(waiting) == ["tests/test_loop.py::test_rollout"]
-    assert blamed.passed == {"tests/test_loop.py::test_ok"}

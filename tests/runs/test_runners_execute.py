@@ -7,6 +7,7 @@ import os
 import signal
 import sys
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -652,3 +653,38 @@ def test_tests_failing_after_a_fault_are_run_again_together_in_one_session(
     assert [statuses[f"test_{i}_cascade"] for i in (1, 2, 3)] == ["passed"] * 3
     # The run and one session for the three together; one per test would make four.
     assert record.read_text().count("session") == 2
+
+
+MODULE_MISSING_MID_TEST = """
+STATE = {}
+
+
+def test_0_starts_the_rollout():
+    STATE["cluster"] = "up"  # started, and never shut down: the import below fails first
+    import a_transport_nobody_installed  # noqa: F401
+
+
+def test_1_cascade():
+    assert "cluster" not in STATE, "init twice"
+"""
+
+
+@pytest.mark.parametrize("trusted", [True, False])
+def test_a_module_a_golden_test_imports_while_it_runs_is_the_environments_fault(
+    task: dict, trusted: bool
+) -> None:
+    """The golden patch is right by definition: a module its test cannot import mid-run is
+    the environment's, and the test that failed after it is run again without it. Any
+    other patch (an agent's) owns its imports."""
+    overlay = TestOverlay(files={"tests/test_m.py": MODULE_MISSING_MID_TEST})
+    result = run(task, replace(request_for(task, overlay=overlay), trusted=trusted))
+
+    by_node = {t.node_id.rpartition("::")[2]: t for t in result.tests}
+    fault = by_node["test_0_starts_the_rollout"].fault
+    if trusted:
+        assert fault is not None and fault.kind is FaultKind.environment_build
+        assert "'a_transport_nobody_installed'" in fault.detail
+        assert by_node["test_1_cascade"].status == "passed"
+    else:
+        assert fault is None
+        assert by_node["test_1_cascade"].status == "failed"
