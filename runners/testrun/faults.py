@@ -102,7 +102,11 @@ SIGNATURES: tuple[Signature, ...] = (
         r"|ProcessGroupNCCL is only supported with GPUs|Distributed package doesn't have NCCL"
         r"|NCCL is not available|<module 'torch\.cuda'|torch\.cuda\.(?:is_available|device_count)"
         r"|\b0 active drivers\b|libcuda\.so[.\d]*: cannot open"
-        r"|Total available GPUs 0 is less than",  # a resource pool sized in GPUs (verl, Ray)
+        r"|Total available GPUs 0 is less than"  # a resource pool sized in GPUs (verl, Ray)
+        # Ray's autoscaler, while a placement group or actor waits for GPUs forever: read in
+        # what a test printed before its time limit stopped it.
+        r"|(?:cannot be scheduled right now|No available node types can fulfill resource "
+        r"request)[^{\n]*\{[^}\n]*'GPU'",
         "the test needs CUDA GPUs and this runner offers none (or no driver)",
         retryable=False,
     ),

@@ -24,6 +24,7 @@ from runners.types import TestCaseResult, TestStatus
 # Properties the injected plugin writes (runners/testrun/pytest_plugin.py keeps the same names).
 NODEID_PROPERTY = "probewatch.nodeid"
 OUTCOME_PROPERTY = "probewatch.outcome"
+OUTPUT_PROPERTY = "probewatch.output"  # what a timed-out test printed before its limit
 MESSAGE_LIMIT = 2000
 # When one node id has several testcase elements, the worst status describes it.
 _SEVERITY = (
@@ -41,6 +42,7 @@ _XFAIL_TYPE = "pytest.xfail"
 _LOCATION = re.compile(r"^(?P<path>[^\s:][^:\n]*):\d+: (?:in \w+|\w+)\s*$", re.MULTILINE)
 _OS_MODULE = re.compile(r"^(?:<frozen os>|.*[\\/]os\.py)$")
 ENVIRON_MARK = "[os.environ]"
+OUTPUT_MARK = "; printed before the limit: "
 
 
 class JunitError(RunnerError, ValueError):
@@ -93,6 +95,8 @@ def _testcases(document: ET.Element) -> Iterator[ET.Element]:
 def _case(element: ET.Element, root: Path | None) -> _Case:
     props = _properties(element)
     status, message = _status(element, props.get(OUTCOME_PROPERTY))
+    if status is TestStatus.timeout and props.get(OUTPUT_PROPERTY):
+        message = with_output(message, props[OUTPUT_PROPERTY])
     return _Case(
         node_id=props.get(NODEID_PROPERTY) or node_id_of(element, root),
         status=status,
@@ -136,6 +140,14 @@ def _message(child: ET.Element | None) -> str | None:
         if detail.startswith("KeyError: ") and _raised_in_os(body):
             text = f"{text[: MESSAGE_LIMIT - len(ENVIRON_MARK) - 1]} {ENVIRON_MARK}"
     return text[:MESSAGE_LIMIT] or None
+
+
+def with_output(message: str | None, output: str) -> str:
+    """A timed-out test's message with the tail of what it printed while it waited, within
+    the message limit; the tail is what tells a cluster waiting for GPUs from a hang."""
+    head = message or "stopped at its time limit"
+    tail = output.strip()[-(MESSAGE_LIMIT - len(head) - len(OUTPUT_MARK)) :]
+    return f"{head}{OUTPUT_MARK}{tail}"[:MESSAGE_LIMIT]
 
 
 def _last_error_line(body: str) -> str:

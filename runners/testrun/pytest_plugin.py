@@ -36,6 +36,9 @@ OUTCOME_PROPERTY = "probewatch.outcome"
 HARD_TIMEOUT_EXIT = 86
 IN_FLIGHT_PREFIX = "in-flight-"
 HARD_TIMEOUTS_FILE = "hard-timeouts"
+OUTPUT_PROPERTY = "probewatch.output"
+HARD_OUTPUT_PREFIX = "hard-output-"
+OUTPUT_TAIL_CHARS = 1200
 DEFAULT_GRACE_S = 5.0
 
 
@@ -79,11 +82,18 @@ def pytest_runtest_protocol(
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    if call.excinfo is not None and call.excinfo.errisinstance(TestTimeout):
+    timed_out = call.excinfo is not None and call.excinfo.errisinstance(TestTimeout)
+    if timed_out:
         item.user_properties.append((OUTCOME_PROPERTY, "timeout"))
     report: pytest.TestReport = yield
     if report.when == "call" and report.passed and hasattr(report, "wasxfail"):
         item.user_properties.append((OUTCOME_PROPERTY, "xpassed"))
+    tail = (report.capstdout + report.capstderr)[-OUTPUT_TAIL_CHARS:]
+    if timed_out and tail.strip():
+        # What the test printed while it waited (a cluster that waits for GPUs says so):
+        # the harness reads it to tell a machine's fault from a patch's hang.
+        item.user_properties.append((OUTPUT_PROPERTY, tail))
+        report.user_properties.append((OUTPUT_PROPERTY, tail))
     return report
 
 
@@ -134,6 +144,7 @@ def _make_alarm(nodeid: str, seconds: float) -> Any:
 
 def _abandon(config: pytest.Config, nodeid: str, seconds: float) -> None:
     """The test did not stop at its limit (stuck outside Python): end the session."""
+    printed = _captured_so_far(config)[-OUTPUT_TAIL_CHARS:]  # before the dump below joins it
     sys.stderr.write(
         f"\nprobewatch: {nodeid} still running after its time limit of {seconds:g}s "
         "and the grace period; ending the session\n"
@@ -143,9 +154,24 @@ def _abandon(config: pytest.Config, nodeid: str, seconds: float) -> None:
     if state is not None:
         with open(state / HARD_TIMEOUTS_FILE, "a", encoding="utf-8") as notes:
             notes.write(nodeid + "\n")
+        if printed.strip():
+            note = state / f"{HARD_OUTPUT_PREFIX}{os.getpid()}"
+            note.write_text(f"{nodeid}\n{printed}", encoding="utf-8")
     _write_partial_junit(config)
     sys.stderr.flush()
     os._exit(HARD_TIMEOUT_EXIT)
+
+
+def _captured_so_far(config: pytest.Config) -> str:
+    """What the stuck test has printed, read from pytest's capture (best effort)."""
+    try:
+        capman = config.pluginmanager.getplugin("capturemanager")
+        if capman is None:
+            return ""
+        out, err = capman.read_global_capture()
+        return f"{out}{err}"
+    except Exception:  # the capture may be suspended or closed: the timeout still stands
+        return ""
 
 
 def _write_partial_junit(config: pytest.Config) -> None:

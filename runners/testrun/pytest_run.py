@@ -25,7 +25,7 @@ from typing import IO
 
 from runners.overlay import AppliedOverlay
 from runners.testrun.gpu_usage import GpuSampler
-from runners.testrun.junit import JunitError, parse_junit_file
+from runners.testrun.junit import JunitError, parse_junit_file, with_output
 from runners.testrun.process_group import NOTE_PREFIX, CommandEnd, run_in_group
 from runners.testrun.run_environment import PLUGIN_FOLDER
 from runners.types import Resources, RunRequest, TestCaseResult, TestStatus
@@ -36,6 +36,7 @@ PLUGIN_SOURCE = Path(__file__).with_name("pytest_plugin.py")
 HARD_TIMEOUT_EXIT = 86
 IN_FLIGHT_PREFIX = "in-flight-"
 HARD_TIMEOUTS_FILE = "hard-timeouts"
+HARD_OUTPUT_PREFIX = "hard-output-"
 
 MAX_SESSIONS = 4  # the first pytest session and up to three resumes after stuck tests
 LOG_FILE = "run.log"
@@ -227,7 +228,7 @@ def _cut_short(
     if exit_code == HARD_TIMEOUT_EXIT:
         stuck = _read_lines(state / HARD_TIMEOUTS_FILE)
         (state / HARD_TIMEOUTS_FILE).unlink(missing_ok=True)
-        return _timeouts(stuck, invocation, "its hard time limit")
+        return _timeouts(stuck, invocation, "its hard time limit", _take_outputs(state))
     if exit_code < 0:
         return _crashed(in_flight, invocation, exit_code)
     return {}
@@ -307,17 +308,35 @@ def _crashed(
 
 
 def _timeouts(
-    node_ids: Sequence[str], invocation: PytestInvocation, limit: str
+    node_ids: Sequence[str],
+    invocation: PytestInvocation,
+    limit: str,
+    outputs: Mapping[str, str] | None = None,
 ) -> dict[str, TestCaseResult]:
+    outputs = outputs or {}
     return {
         node: TestCaseResult(
             node_id=node,
             status=TestStatus.timeout,
-            message=f"stopped by {limit}",
+            message=with_output(f"stopped by {limit}", outputs[node])
+            if node in outputs
+            else f"stopped by {limit}",
             is_probe=node.split("::", 1)[0] in invocation.probes,
         )
         for node in node_ids
     }
+
+
+def _take_outputs(state: Path) -> dict[str, str]:
+    """What each test stuck past its hard limit had printed, by node id (the plugin's
+    notes, removed as read)."""
+    found = {}
+    for note in sorted(state.glob(f"{HARD_OUTPUT_PREFIX}*")):
+        node, _, tail = note.read_text(encoding="utf-8", errors="replace").partition("\n")
+        note.unlink()
+        if node:
+            found[node] = tail
+    return found
 
 
 def _take_in_flight(state: Path) -> list[str]:

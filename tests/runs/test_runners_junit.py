@@ -159,4 +159,6 @@ def test_the_plugin_and_the_harness_share_their_names() -> None:
     assert pytest_plugin.HARD_TIMEOUT_EXIT == pytest_run.HARD_TIMEOUT_EXIT
     assert pytest_plugin.IN_FLIGHT_PREFIX == pytest_run.IN_FLIGHT_PREFIX
     assert pytest_plugin.HARD_TIMEOUTS_FILE == pytest_run.HARD_TIMEOUTS_FILE
+    assert pytest_plugin.HARD_OUTPUT_PREFIX == pytest_run.HARD_OUTPUT_PREFIX
+    assert pytest_plugin.OUTPUT_PROPERTY == junit.OUTPUT_PROPERTY
     assert pytest_plugin.TestTimeout.__name__ == "TestTimeout"

@@ -338,3 +338,44 @@ def test_an_interpreter_that_cannot_start_is_reported(tmp_path: Path) -> None:
     )
     assert report.exit_code == 127 and report.tests == ()
     assert "cannot start" in report.log
+
+
+WAITS_FOR_GPUS = """
+    import signal, sys, time
+
+    def test_waits_for_a_placement_group():
+        {block}
+        print("(autoscaler +5s) Warning: The following resource request cannot be scheduled "
+              "right now: {{'CPU': 1.0, 'GPU': 1.0}}. This is likely due to all cluster "
+              "resources being claimed by actors.", file=sys.stderr, flush=True)
+        time.sleep(30)
+
+    def test_hangs_quietly():
+        print("loading the weights", flush=True)
+        {block}
+        time.sleep(30)
+"""
+
+
+@pytest.mark.parametrize("hard", [False, True], ids=["soft-limit", "hard-limit"])
+def test_a_timed_out_test_carries_what_it_printed_and_a_gpu_wait_is_the_machines(
+    tmp_path: Path, hard: bool
+) -> None:
+    """A cluster that waits for GPUs forever says so before the limit stops it: the test is
+    the machine's (needs_gpu); a test that hangs saying nothing of GPUs stays a timeout."""
+    from runners.execute import result_of
+    from runners.types import FaultKind
+
+    block = "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})" if hard else "pass"
+    module = textwrap.dedent(WAITS_FOR_GPUS).replace("{block}", block)
+    module = module.replace("{{", "{").replace("}}", "}")
+    invocation = make(
+        tmp_path, {"tests/test_wait.py": module}, timeout_per_test_s=1.0, hard_grace_s=0.5
+    )
+    tests = {t.node_id.rpartition("::")[2]: t for t in result_of(run_pytest(invocation)).tests}
+
+    waiting, quiet = tests["test_waits_for_a_placement_group"], tests["test_hangs_quietly"]
+    assert waiting.status is TestStatus.timeout and quiet.status is TestStatus.timeout
+    assert waiting.fault is not None and waiting.fault.kind is FaultKind.needs_gpu
+    assert "'GPU': 1.0" in (waiting.message or "")
+    assert quiet.fault is None and "loading the weights" in (quiet.message or "")
