@@ -290,9 +290,9 @@ def main(argv: list[str] | None = None) -> int:
             f"wall {row.wall_seconds:.0f}s)",
             flush=True,
         )
+        if args.json:  # after every PR: a long run stopped part-way keeps what it measured
+            args.json.write_text(json.dumps([asdict(r) for r in rows], indent=2))
     print_table(rows)
-    if args.json:
-        args.json.write_text(json.dumps([asdict(r) for r in rows], indent=2))
     return 0
 
 
