@@ -24,6 +24,8 @@ DEFAULT_HOME = Path("~/.probewatch")
 GITHUB_API_URL = "https://api.github.com"
 # GitHub caps webhook payloads at 25 MB; anything larger is not from GitHub.
 DEFAULT_MAX_BODY_BYTES = 25 * 1024 * 1024
+# Bodies are held until their signature is checked: this many at most, at the limit above.
+DEFAULT_MAX_CONCURRENT_BODIES = 8
 
 
 class Environment(StrEnum):
@@ -62,6 +64,11 @@ class Settings(BaseSettings):
         default=True, description="Serve POST /webhook (needs PROBEWATCH_WEBHOOK_SECRET)."
     )
     webhook_max_body_bytes: int = Field(default=DEFAULT_MAX_BODY_BYTES, ge=1024)
+    webhook_max_concurrent_bodies: int = Field(
+        default=DEFAULT_MAX_CONCURRENT_BODIES,
+        ge=1,
+        description="Webhook bodies read at once; one more is answered 503.",
+    )
     worker_lease_s: float = Field(default=120.0, gt=0, description="Job lease of a worker.")
     worker_poll_s: float = Field(default=1.0, gt=0, description="Idle worker's wait for work.")
     github_retries: int = Field(default=5, ge=0)

@@ -13,6 +13,11 @@ from typing import Any
 from sqlalchemy import DateTime
 from sqlalchemy.types import TypeDecorator
 
+# The largest integer a row id (BIGINT; SQLite's INTEGER) and an offset can hold, and the
+# largest pull request number GitHub issues (int32): anything above is refused as input.
+MAX_ROW_ID = 2**63 - 1
+MAX_PR_NUMBER = 2**31 - 1
+
 
 def utcnow() -> datetime:
     return datetime.now(UTC)

@@ -13,11 +13,21 @@ from datetime import datetime
 from typing import Annotated, Generic, TypeVar
 
 from fastapi import APIRouter, Query
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from sqlalchemy import func
 from sqlmodel import Session, SQLModel, col, select
 
-from bot.service.deps import Admin, Db
+from bot.service.deps import (
+    Admin,
+    Db,
+    InstanceId,
+    Offset,
+    Owner,
+    PullNumber,
+    RepoFilter,
+    RepoShortName,
+    RowId,
+)
 from task_registry.candidates import decide_candidate
 from task_registry.coverage import CoverageTable, stored_coverage
 from task_registry.models import (
@@ -35,6 +45,7 @@ from task_registry.types import Decision, FilterVerdict, ReportStatus, TaskStatu
 
 T = TypeVar("T")
 MAX_LIMIT = 200
+MAX_REASON = 2000
 
 
 class Page(BaseModel, Generic[T]):
@@ -86,11 +97,10 @@ class ReportDetail(ReportPublic):
 
 
 class DecisionIn(BaseModel):
-    reason: str | None = None
+    reason: Annotated[str, Field(max_length=MAX_REASON, pattern=r"^[^\x00]*$")] | None = None
 
 
 Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT)]
-Offset = Annotated[int, Query(ge=0)]
 
 
 def make_api_router() -> APIRouter:
@@ -117,7 +127,7 @@ def _add_read_routes(router: APIRouter) -> None:
     @router.get("/candidates", response_model=Page[CandidatePRPublic])
     def candidates(
         db: Db,
-        repo: str | None = None,
+        repo: RepoFilter = None,
         decision: Decision | None = None,
         verdict: FilterVerdict | None = None,
         limit: Limit = 50,
@@ -135,7 +145,7 @@ def _add_read_routes(router: APIRouter) -> None:
 
     @router.get("/reports", response_model=Page[ReportPublic])
     def reports(
-        db: Db, repo: str | None = None, limit: Limit = 50, offset: Offset = 0
+        db: Db, repo: RepoFilter = None, limit: Limit = 50, offset: Offset = 0
     ) -> Page[ReportPublic]:
         rows = list_reports(session=db, repo=repo, limit=limit, offset=offset)
         items = [ReportPublic.model_validate(row, from_attributes=True) for row in rows]
@@ -143,7 +153,7 @@ def _add_read_routes(router: APIRouter) -> None:
         return Page[ReportPublic](items=items, total=total, limit=limit, offset=offset)
 
     @router.get("/reports/{owner}/{name}/{number}", response_model=ReportDetail)
-    def report(db: Db, owner: str, name: str, number: int) -> PRReport:
+    def report(db: Db, owner: Owner, name: RepoShortName, number: PullNumber) -> PRReport:
         return get_report(session=db, repo=f"{owner}/{name}", pull_number=number)
 
 
@@ -151,7 +161,7 @@ def _add_task_routes(router: APIRouter) -> None:
     @router.get("/tasks", response_model=Page[TaskSummary])
     def tasks(
         db: Db,
-        repo: str | None = None,
+        repo: RepoFilter = None,
         task_status: Annotated[TaskStatus | None, Query(alias="status")] = None,
         limit: Limit = 50,
         offset: Offset = 0,
@@ -164,15 +174,15 @@ def _add_task_routes(router: APIRouter) -> None:
         return _page(db, query.order_by(col(Task.instance_id)), limit, offset, TaskSummary)
 
     @router.get("/tasks/{instance_id}", response_model=TaskDetail)
-    def task(db: Db, instance_id: str) -> Task:
+    def task(db: Db, instance_id: InstanceId) -> Task:
         return get_task(session=db, instance_id=instance_id)
 
     @router.get("/tasks/{instance_id}/coverage", response_model=CoverageTable)
-    def coverage(db: Db, instance_id: str) -> CoverageTable:
+    def coverage(db: Db, instance_id: InstanceId) -> CoverageTable:
         return stored_coverage(get_task(session=db, instance_id=instance_id))
 
     @router.get("/tasks/{instance_id}/runs", response_model=list[ValidationRunPublic])
-    def runs(db: Db, instance_id: str) -> list[ValidationRunPublic]:
+    def runs(db: Db, instance_id: InstanceId) -> list[ValidationRunPublic]:
         task = get_task(session=db, instance_id=instance_id)
         rows = list_validation_runs(session=db, task_id=task.id or 0)
         return [ValidationRunPublic.model_validate(row, from_attributes=True) for row in rows]
@@ -180,7 +190,9 @@ def _add_task_routes(router: APIRouter) -> None:
 
 def _add_write_routes(router: APIRouter) -> None:
     @router.post("/candidates/{candidate_id}/accept", response_model=CandidatePRPublic)
-    def accept(db: Db, _: Admin, candidate_id: int, body: DecisionIn | None = None) -> CandidatePR:
+    def accept(
+        db: Db, _: Admin, candidate_id: RowId, body: DecisionIn | None = None
+    ) -> CandidatePR:
         reason = body.reason if body else None
         return decide_candidate(
             session=db,
@@ -191,7 +203,9 @@ def _add_write_routes(router: APIRouter) -> None:
         )
 
     @router.post("/candidates/{candidate_id}/reject", response_model=CandidatePRPublic)
-    def reject(db: Db, _: Admin, candidate_id: int, body: DecisionIn | None = None) -> CandidatePR:
+    def reject(
+        db: Db, _: Admin, candidate_id: RowId, body: DecisionIn | None = None
+    ) -> CandidatePR:
         reason = body.reason if body else None
         return decide_candidate(
             session=db,

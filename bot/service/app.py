@@ -7,9 +7,11 @@ webhook would let anyone queue work.
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from http import HTTPStatus
+from urllib.parse import unquote_plus
 
 from fastapi import FastAPI, Request, Response, status
 from fastapi.responses import JSONResponse
@@ -17,6 +19,8 @@ from fastapi.responses import JSONResponse
 from bot.context import AppContext
 from bot.service.intake import GroupCommitWriter
 from bot.settings import Settings
+
+CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def create_app(context: AppContext) -> FastAPI:
@@ -36,8 +40,16 @@ def create_app(context: AppContext) -> FastAPI:
     app.state.context = context
     _add_health(app, context)
     _add_error_handlers(app)
+    _refuse_control_characters(app)
     if settings.webhook_enabled:
-        app.include_router(make_webhook_router(writer, secret, settings.webhook_max_body_bytes))
+        app.include_router(
+            make_webhook_router(
+                writer,
+                secret,
+                settings.webhook_max_body_bytes,
+                settings.webhook_max_concurrent_bodies,
+            )
+        )
     app.include_router(make_api_router())
     app.include_router(make_dashboard_router())
     app.include_router(make_leaderboard_router())
@@ -73,6 +85,19 @@ def _add_health(app: FastAPI, context: AppContext) -> None:
             response.status_code = status.HTTP_503_SERVICE_UNAVAILABLE
             return {"status": "schema out of date", "detail": str(exc)}
         return {"status": "ok", "schema": revision}
+
+
+def _refuse_control_characters(app: FastAPI) -> None:
+    """A URL whose path or query holds a control character (``%00``, a newline) is a 400:
+    no route has a use for one, and PostgreSQL refuses a NUL in text with an error."""
+
+    @app.middleware("http")
+    async def refuse(request: Request, call_next):  # type: ignore[no-untyped-def]
+        query = unquote_plus(request.url.query)
+        if CONTROL_CHARACTER.search(request.url.path) or CONTROL_CHARACTER.search(query):
+            detail = "the URL holds a control character (such as %00); remove it"
+            return JSONResponse({"detail": detail}, status_code=status.HTTP_400_BAD_REQUEST)
+        return await call_next(request)
 
 
 def _add_error_handlers(app: FastAPI) -> None:

@@ -19,7 +19,7 @@ from sqlmodel import Session, col, select
 
 from bot.report.render import full_report_url, render_full_report
 from bot.report.store import report_input
-from bot.service.deps import Db, SettingsDep
+from bot.service.deps import Db, InstanceId, Owner, PullNumber, RepoShortName, SettingsDep
 from bot.service.pages import TEMPLATES
 from bot.service.recent_prs import (
     RECENT_LIMIT,
@@ -141,7 +141,7 @@ def make_dashboard_router() -> APIRouter:
         )
 
     @router.get("/tasks/{instance_id}", response_class=HTMLResponse)
-    def task(request: Request, db: Db, instance_id: str) -> HTMLResponse:
+    def task(request: Request, db: Db, instance_id: InstanceId) -> HTMLResponse:
         row = get_task(session=db, instance_id=instance_id)
         table = stored_coverage(row)
         runs = list_validation_runs(session=db, task_id=row.id or 0)
@@ -154,7 +154,12 @@ def make_dashboard_router() -> APIRouter:
 
     @router.get("/reports/{owner}/{name}/{number}", response_class=HTMLResponse)
     def report(
-        request: Request, db: Db, settings: SettingsDep, owner: str, name: str, number: int
+        request: Request,
+        db: Db,
+        settings: SettingsDep,
+        owner: Owner,
+        name: RepoShortName,
+        number: PullNumber,
     ) -> HTMLResponse:
         repo = f"{owner}/{name}"
         stored = get_report(session=db, repo=repo, pull_number=number)

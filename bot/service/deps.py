@@ -3,7 +3,8 @@
 ``create_app`` puts the one :class:`~bot.context.AppContext` on ``app.state``; routes
 never read settings or the engine from anywhere else. ``SettingsDep`` and ``Db`` are
 the FastAPI template's ``deps`` style: annotate a parameter with them and FastAPI
-hands it in.
+hands it in. The bounded parameter types (``RowId``, ``Offset``, ``RepoFilter`` …) are
+how every route reads ids, offsets and repository names from a URL.
 """
 
 from __future__ import annotations
@@ -12,13 +13,15 @@ import hmac
 from collections.abc import Iterator
 from typing import Annotated
 
-from fastapi import Depends, HTTPException, Request, status
+from fastapi import Depends, HTTPException, Path, Query, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlmodel import Session
 
 from bot.context import AppContext
 from bot.settings import Settings
+from probewatch.names import NAME_MAX, OWNER_MAX, REPO_NAME_MAX, REPO_NAME_PATTERN
 from task_registry.db import session_scope
+from task_registry.types import MAX_PR_NUMBER, MAX_ROW_ID
 
 _bearer = HTTPBearer(auto_error=False)
 
@@ -59,3 +62,13 @@ def require_admin(
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 Db = Annotated[Session, Depends(get_session)]
 Admin = Annotated[str, Depends(require_admin)]
+
+# Input as the registry can hold it: an id, an offset or a number beyond what its column
+# holds, or a repository that is not owner/name, is a 422 with the reason, not a 500.
+RowId = Annotated[int, Path(ge=1, le=MAX_ROW_ID)]
+PullNumber = Annotated[int, Path(ge=1, le=MAX_PR_NUMBER)]
+Offset = Annotated[int, Query(ge=0, le=MAX_ROW_ID)]
+RepoFilter = Annotated[str | None, Query(max_length=REPO_NAME_MAX, pattern=REPO_NAME_PATTERN)]
+Owner = Annotated[str, Path(max_length=OWNER_MAX, pattern=r"^[A-Za-z0-9_.-]+$")]
+RepoShortName = Annotated[str, Path(max_length=NAME_MAX, pattern=r"^[A-Za-z0-9_.-]+$")]
+InstanceId = Annotated[str, Path(max_length=300)]

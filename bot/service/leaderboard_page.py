@@ -15,8 +15,11 @@ from bot.service.deps import Db
 from bot.service.pages import TEMPLATES
 from task_registry.scoring import Window
 
+MAX_MARGIN_DAYS = 3650
 WindowQuery = Annotated[Window, Query(description="time window of the series: month or quarter")]
-MarginQuery = Annotated[int, Query(ge=0, description="days after the cutoff a task must wait")]
+MarginQuery = Annotated[
+    int, Query(ge=0, le=MAX_MARGIN_DAYS, description="days after the cutoff a task must wait")
+]
 
 
 def format_rate(rate: RateOut) -> str:
