@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from probe_builder.adversarial.equivalence import Scope, promise_scope, set_aside
 from probe_builder.adversarial.mutation_ops import (
     Candidate,
     MutationOperator,
@@ -164,13 +165,19 @@ def _compiles(text: str, path: str) -> bool:
     return True
 
 
-def best_per_line(source: Source, lines: Iterable[int]) -> list[Candidate]:
-    """The highest-ranked candidate that compiles and changes the text, per line."""
+def best_per_line(
+    source: Source, lines: Iterable[int], scope: Scope | None = None
+) -> list[Candidate]:
+    """The highest-ranked candidate that compiles, changes the text and is not set aside as
+    unable to break a promise (:mod:`probe_builder.adversarial.equivalence`), per line."""
+    scope = scope or promise_scope(source, ())
     chosen = []
     for line in sorted(set(lines)):
         for candidate in sorted(_line_candidates(source, line), key=_rank):
             mutated = _apply(source.text, candidate)
-            if mutated != source.text and _compiles(mutated, source.path):
+            if mutated == source.text or not _compiles(mutated, source.path):
+                continue
+            if set_aside(scope, candidate) is None:
                 chosen.append(candidate)
                 break
     return chosen
@@ -232,6 +239,7 @@ def file_mutants(
     base: TreeReader,
     head: TreeReader,
     max_per_file: int,
+    promise_quotes: Sequence[str] = (),
 ) -> list[Mutant]:
     text = head.read(file.path)
     if text is None:
@@ -240,7 +248,8 @@ def file_mutants(
         source = Source(file.path, text)
     except UnparsableSource:
         return []  # a file this Python cannot parse cannot be mutated by its syntax tree
-    picked = _round_robin(best_per_line(source, mutable_lines(file, source)), max_per_file)
+    scope = promise_scope(source, promise_quotes)
+    picked = _round_robin(best_per_line(source, mutable_lines(file, source), scope), max_per_file)
     base_text = None if file.is_new else base.read(file.old_path or file.path)
     return [_mutant(file, source, candidate, base_text, golden_files) for candidate in picked]
 
@@ -251,12 +260,21 @@ def generate_mutants(
     base: TreeReader,
     head: TreeReader,
     max_per_file: int = DEFAULT_MAX_PER_FILE,
+    promise_quotes: Sequence[str] = (),
 ) -> tuple[Mutant, ...]:
-    """Mutants of the golden patch's added Python lines, in file order then line order."""
+    """Mutants of the golden patch's added Python lines, in file order then line order;
+    ``promise_quotes`` keep mutable what a promise names (a configuration field)."""
     mutants: list[Mutant] = []
     for file in golden_files:
         if file.is_python and not file.is_deleted:
             mutants.extend(
-                file_mutants(file, golden_files, base=base, head=head, max_per_file=max_per_file)
+                file_mutants(
+                    file,
+                    golden_files,
+                    base=base,
+                    head=head,
+                    max_per_file=max_per_file,
+                    promise_quotes=promise_quotes,
+                )
             )
     return tuple(mutants)

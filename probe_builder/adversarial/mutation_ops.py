@@ -108,7 +108,7 @@ def is_logging_call(node: ast.AST) -> bool:
     return name is not None and LOGGING_CALL.search(name) is not None
 
 
-def _arid_statement(stmt: ast.stmt) -> bool:
+def arid_statement(stmt: ast.stmt) -> bool:
     if isinstance(
         stmt, ast.Assert | ast.Import | ast.ImportFrom | ast.Pass | ast.Global | ast.Nonlocal
     ):
@@ -132,7 +132,7 @@ def arid_lines(source: Source) -> set[int]:
                 "TYPE_CHECKING",
                 "typing.TYPE_CHECKING",
             )
-        ) or (isinstance(node, ast.stmt) and _arid_statement(node)):
+        ) or (isinstance(node, ast.stmt) and arid_statement(node)):
             arid.update(range(node.lineno, node.end_lineno + 1))  # type: ignore[operator]
     return arid
 
@@ -418,7 +418,7 @@ def early_return(
         return None
     body = function.body[1:] if function.body and _is_docstring(function.body[0]) else function.body
     for stmt in body[1:]:
-        if stmt.lineno == line and source.starts_line(stmt) and not _arid_statement(stmt):
+        if stmt.lineno == line and source.starts_line(stmt) and not arid_statement(stmt):
             at = source.offset(line, 0)
             indent = source.indent_of(line)
             return Candidate(

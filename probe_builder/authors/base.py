@@ -130,6 +130,7 @@ class MechanicalAuthor:
             base=request.base,
             head=request.head,
             max_per_file=self.max_per_file,
+            promise_quotes=[p.quote for p in request.promises],
         )
         return [
             ProposedPatch(

@@ -171,3 +171,75 @@ def test_every_mutant_is_the_whole_golden_patch_with_one_edit_and_applies_to_the
     assert any(
         m.operator is MutationOperator.delete_call and "clear" in m.description for m in mutants
     )
+
+
+# --- mutants set aside as unable to break a promise (equivalence.py) ----------------------
+
+
+def _operators_on(mutants, text: str, head: str) -> set[MutationOperator]:
+    line = head.splitlines().index(text) + 1
+    return {m.operator for m in mutants if m.line == line}
+
+
+@pytest.mark.parametrize(
+    ("comparison", "mean_sum_kept"),
+    [("> 0", False), ("< 0", False), (">= 0", True), ("== 0", True), ("> 1", True)],
+)
+def test_a_reductions_sign_against_zero_is_not_a_mean_sum_mutant(
+    tmp_path, comparison: str, mean_sum_kept: bool
+) -> None:
+    """sum and mean agree in sign on every input, empty included, only for a strict
+    comparison with 0; on an empty input '>= 0' (0 >= 0 vs nan >= 0) tells them apart."""
+    line = f"    keep = mask.sum(dim=-1) {comparison}"
+    head = f"def f(mask):\n{line}\n    return keep\n"
+    _, mutants = _mutants(tmp_path, "def f(mask):\n    return mask\n", head)
+    operators = _operators_on(mutants, line, head)
+    assert (MutationOperator.mean_sum in operators) is mean_sum_kept
+    assert operators  # another operator takes the line
+
+
+@pytest.mark.parametrize("checked", [True, False])
+def test_zip_strict_is_not_flipped_where_the_function_checks_the_lengths(
+    tmp_path, checked: bool
+) -> None:
+    check = "    if len(a) != len(b):\n        raise ValueError('lengths differ')\n"
+    line = "    return list(zip(a, b, strict=True))"
+    head = f"def pair(a, b):\n{check if checked else ''}{line}\n"
+    _, mutants = _mutants(tmp_path, "def pair(a, b):\n    return []\n", head)
+    assert (MutationOperator.bool_flip in _operators_on(mutants, line, head)) is not checked
+
+
+@pytest.mark.parametrize("only_logs", [True, False])
+def test_a_branch_that_only_logs_is_not_forced(tmp_path, only_logs: bool) -> None:
+    body = "        logger.info('step %s', y)\n" if only_logs else "        y = y + 1\n"
+    head = f"def step(x, verbose):\n    y = x * 2\n    if verbose:\n{body}    return y\n"
+    _, mutants = _mutants(tmp_path, "def step(x, verbose):\n    return x\n", head)
+    forced = _operators_on(mutants, "    if verbose:", head)
+    assert (MutationOperator.force_branch in forced) is not only_logs
+
+
+CONFIG = """from dataclasses import dataclass
+
+
+@dataclass
+class RolloutConfig:
+    temperature: float = 1.0
+    prefix_cache: bool = True
+
+
+class Sampler:
+    retries = 3
+"""
+
+
+@pytest.mark.parametrize(
+    ("quotes", "field_kept"),
+    [((), False), (("Prefix cache reuse is now on by default",), True)],
+)
+def test_a_configuration_default_is_mutated_only_when_a_promise_names_it(
+    tmp_path, quotes: tuple[str, ...], field_kept: bool
+) -> None:
+    _, mutants = _mutants(tmp_path, "X = 1\n", CONFIG, promise_quotes=quotes)
+    assert not _operators_on(mutants, "    temperature: float = 1.0", CONFIG)
+    assert bool(_operators_on(mutants, "    prefix_cache: bool = True", CONFIG)) is field_kept
+    assert _operators_on(mutants, "    retries = 3", CONFIG)  # not a configuration class

@@ -1,0 +1,230 @@
+"""Mutants that cannot break a promise, set aside before they are run: static rules.
+
+Diff-based mutation testing at scale (Google's) found that most findings
+developers call "not useful" come from a few shapes: a mutant equivalent to
+the code for every input the code can see, or one in code no test could be
+expected to pin. Each rule here reads the mutated line's syntax and the
+candidate edit and gives a reason, or None; the first reason wins. A candidate
+set aside makes way for the next operator on the same line
+(:func:`probe_builder.adversarial.mutants.best_per_line`).
+
+The rules, as data (:data:`RULES`):
+
+- the sign of a reduction: ``x.sum() > 0`` and ``x.mean() > 0`` agree on every
+  input, empty included (0 > 0 and nan > 0 are both false); a non-strict
+  comparison (``>= 0``, ``== 0``) differs on an empty input and is kept;
+- ``zip(..., strict=)`` flipped where the function already compares the zipped
+  sequences' lengths: the flag is never exercised;
+- a branch that only logs: forcing ``if verbose:`` changes what is printed;
+- a default of a configuration class (a dataclass, a pydantic model, a class
+  named ``...Config`` / ``...Preset`` / ``...Args`` / ``...Options``): no test
+  can be expected to pin a preset's default, unless a promise names the field.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+
+from probe_builder.adversarial.mutation_ops import (
+    MEAN_SUM,
+    Candidate,
+    MutationOperator,
+    arid_statement,
+)
+from probe_builder.material.pysource import Source, call_name, dotted_name
+
+CONFIG_CLASS_NAME = re.compile(r"(?:Config|Configs|Preset|Presets|Args|Arguments|Options)$")
+CONFIG_BASES = re.compile(r"(?:^|\.)(?:BaseModel|BaseSettings|NamedTuple|TypedDict)$")
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+@dataclass
+class Scope:
+    """One file's syntax with each node's parent, and the words the PR's promises use."""
+
+    source: Source
+    promise_words: frozenset[str] = frozenset()
+    promise_text: str = ""
+    parents: dict[int, ast.AST] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.parents = {
+            id(child): node
+            for node in ast.walk(self.source.tree)
+            for child in ast.iter_child_nodes(node)
+        }
+
+    def ancestors(self, node: ast.AST) -> Iterator[ast.AST]:
+        parent = self.parents.get(id(node))
+        while parent is not None:
+            yield parent
+            parent = self.parents.get(id(parent))
+
+    def node_at(self, candidate: Candidate, kinds: tuple[type[ast.AST], ...]) -> ast.AST | None:
+        """The innermost node of ``kinds`` whose span holds the candidate's edit."""
+        found, found_start = None, -1
+        for top in self.source.tree.body:
+            if not top.lineno <= candidate.line <= (top.end_lineno or top.lineno):
+                continue
+            for node in ast.walk(top):
+                if not isinstance(node, kinds) or getattr(node, "lineno", None) is None:
+                    continue
+                start, end = self.source.span(node)
+                inside = start <= candidate.start and candidate.end <= end
+                if inside and start >= found_start:
+                    found, found_start = node, start
+        return found
+
+    def names(self, name: str) -> bool:
+        """Whether the promises name ``name`` (verbatim, or every word of it)."""
+        if name in self.promise_text:
+            return True
+        words = _WORD.findall(name.lower())
+        return bool(words) and all(w in self.promise_words for w in words)
+
+
+Rule = Callable[[Scope, Candidate], str | None]
+
+
+def set_aside(scope: Scope, candidate: Candidate) -> str | None:
+    """Why ``candidate`` cannot break a promise, or None when it may."""
+    for rule in RULES:
+        reason = rule(scope, candidate)
+        if reason is not None:
+            return reason
+    return None
+
+
+def promise_scope(source: Source, quotes: Iterable[str]) -> Scope:
+    text = "\n".join(quotes)
+    return Scope(source, frozenset(_WORD.findall(text.lower())), text)
+
+
+# --- the rules ---------------------------------------------------------------------------
+
+
+def sign_of_a_reduction(scope: Scope, candidate: Candidate) -> str | None:
+    if candidate.operator is not MutationOperator.mean_sum:
+        return None
+    call = scope.node_at(candidate, (ast.Call,))
+    if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute):
+        return None
+    if call.func.attr not in MEAN_SUM:
+        return None
+    compare = scope.parents.get(id(call))
+    if not isinstance(compare, ast.Compare) or len(compare.ops) != 1:
+        return None
+    other = compare.comparators[0] if compare.left is call else compare.left
+    if isinstance(compare.ops[0], ast.Gt | ast.Lt) and _is_zero(other):
+        return (
+            "a sum and a mean of the same values have the same sign: a strict comparison "
+            "with 0 cannot tell them apart"
+        )
+    return None
+
+
+def zip_strict_where_lengths_are_checked(scope: Scope, candidate: Candidate) -> str | None:
+    if candidate.operator is not MutationOperator.bool_flip:
+        return None
+    constant = scope.node_at(candidate, (ast.Constant,))
+    keyword = scope.parents.get(id(constant)) if constant is not None else None
+    if not isinstance(keyword, ast.keyword) or keyword.arg != "strict":
+        return None
+    call = scope.parents.get(id(keyword))
+    if not isinstance(call, ast.Call) or call_name(call) != "zip":
+        return None
+    zipped = {scope.source.segment(arg) for arg in call.args}
+    function = next(
+        (a for a in scope.ancestors(call) if isinstance(a, ast.FunctionDef | ast.AsyncFunctionDef)),
+        None,
+    )
+    if function is None or len(zipped) < 2:
+        return None
+    if any(zipped <= _compared_lengths(scope.source, node) for node in ast.walk(function)):
+        return "zip(strict=) only matters when the lengths differ, and the function checks them"
+    return None
+
+
+def branch_that_only_logs(scope: Scope, candidate: Candidate) -> str | None:
+    if candidate.operator not in (MutationOperator.force_branch, MutationOperator.bool_flip):
+        return None
+    node = scope.node_at(candidate, (ast.If,))
+    if not isinstance(node, ast.If):
+        return None
+    start, end = scope.source.span(node.test)
+    if not (start <= candidate.start and candidate.end <= end):
+        return None  # an edit inside the body, not of the condition
+    if all(arid_statement(s) for s in (*node.body, *node.orelse)):
+        return "the branch only logs or asserts: forcing it changes what is printed"
+    return None
+
+
+def default_of_a_configuration(scope: Scope, candidate: Candidate) -> str | None:
+    for node in scope.ancestors(_statement_at(scope, candidate)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            return None
+        if isinstance(node, ast.ClassDef):
+            if not _is_configuration(node):
+                return None
+            statement = _statement_at(scope, candidate)
+            name = _target_name(statement)
+            if name is None or scope.names(name):
+                return None
+            return f"the default of {node.name}.{name}, a configuration field no promise names"
+    return None
+
+
+RULES: tuple[Rule, ...] = (
+    sign_of_a_reduction,
+    zip_strict_where_lengths_are_checked,
+    branch_that_only_logs,
+    default_of_a_configuration,
+)
+
+
+# --- helpers -----------------------------------------------------------------------------
+
+
+def _is_zero(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and not isinstance(node.value, bool) and node.value == 0
+
+
+def _compared_lengths(source: Source, node: ast.AST) -> set[str]:
+    """The arguments of ``len(...)`` on both sides of a comparison, if ``node`` is one."""
+    if not isinstance(node, ast.Compare):
+        return set()
+    sides = [node.left, *node.comparators]
+    found = set()
+    for side in sides:
+        if isinstance(side, ast.Call) and call_name(side) == "len" and len(side.args) == 1:
+            found.add(source.segment(side.args[0]))
+        else:
+            return set()
+    return found
+
+
+def _statement_at(scope: Scope, candidate: Candidate) -> ast.AST:
+    found = scope.node_at(candidate, (ast.stmt,))
+    return found if found is not None else scope.source.tree
+
+
+def _is_configuration(node: ast.ClassDef) -> bool:
+    for decorator in node.decorator_list:
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        if (dotted_name(target) or "").rsplit(".", 1)[-1] == "dataclass":
+            return True
+    if any(CONFIG_BASES.search(dotted_name(base) or "") for base in node.bases):
+        return True
+    return CONFIG_CLASS_NAME.search(node.name) is not None
+
+
+def _target_name(statement: ast.AST) -> str | None:
+    if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
+        return statement.target.id
+    if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+        target = statement.targets[0]
+        return target.id if isinstance(target, ast.Name) else None
+    return None
