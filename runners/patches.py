@@ -1,14 +1,18 @@
 """Strict patch application: refuse unsafe diffs before touching disk, then ``git apply``.
 
-A diff is read twice without writing anything: by unidiff (modes, symlink
-targets, binary hunks) and by ``git apply --numstat`` (the exact paths git
-would write, so a header unidiff reads differently cannot smuggle a path
-past the checks). Every path is checked against the tree: no escape, nothing
-under ``.git``, no writing through a symlink (present in the tree or created
-by the same diff), no symlink pointing outside, no binary hunk unless
-allowed, no test file when the policy forbids it. Only then does ``git apply
+A diff over the size cap (:data:`MAX_PATCH_BYTES` unless the caller sets another)
+is refused before it is parsed. A diff is then read twice without writing
+anything: by unidiff (modes, symlink targets, binary hunks) and by ``git apply
+--numstat`` (the exact paths git would write, so a header unidiff reads
+differently cannot smuggle a path past the checks). Every path is checked
+against the tree: no escape, nothing under ``.git``, no writing through a
+symlink (present in the tree or created by the same diff), no symlink pointing
+outside, no binary hunk unless allowed, no test file when the policy forbids
+it, no absolute header path (git would re-root ``+++ /tmp/x`` into the tree)
+and no control character (a newline) in a path. Only then does ``git apply
 --check`` run, and ``git apply --index`` (the index follows the tree, so a
-later ``git diff --cached`` or a stacked patch sees the patched state).
+later ``git diff --cached`` or a stacked patch sees the patched state). A diff
+with CRLF line endings that git cannot apply says so in its reason.
 """
 
 from __future__ import annotations
@@ -30,6 +34,10 @@ SYMLINK_MODE = "120000"
 GITLINK_MODE = "160000"
 _DEV_NULL = "/dev/null"
 _APPLY = ("apply", "--index", "--whitespace=nowarn")
+# A golden patch of a very large PR is a few MiB; tens of MiB is not a code change to judge.
+MAX_PATCH_BYTES = 8 * 1024 * 1024
+CRLF_HINT = "the patch's lines end in CRLF: if the tree's files end in LF, convert it with dos2unix"
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 class PatchError(RunnerError):
@@ -53,32 +61,43 @@ class FileChange:
     new_mode: str | None
     binary: bool
     added_text: str  # the added lines, joined: a symlink's new target
+    header_names: tuple[str, ...] = ()  # the ---/+++ names as written, /dev/null left out
 
     @property
     def paths(self) -> tuple[str, ...]:
         return tuple(p for p in (self.source, self.target) if p is not None)
 
 
-def apply_patches(tree: Path, patches: Sequence[PatchSpec]) -> None:
+def apply_patches(
+    tree: Path, patches: Sequence[PatchSpec], *, max_bytes: int = MAX_PATCH_BYTES
+) -> None:
     """Apply ``patches`` in order; PatchRefused / PatchUnappliable on the first that fails."""
     for spec in patches:
-        apply_patch(tree, spec)
+        apply_patch(tree, spec, max_bytes=max_bytes)
 
 
-def apply_patch(tree: Path, spec: PatchSpec) -> None:
-    check_patch(tree, spec)
+def apply_patch(tree: Path, spec: PatchSpec, *, max_bytes: int = MAX_PATCH_BYTES) -> None:
+    check_patch(tree, spec, max_bytes=max_bytes)
     diff = _with_final_newline(spec.diff)
     for extra in (("--check",), ()):
         done = git([*_APPLY, *extra, "-"], cwd=tree, stdin=diff, check=False)
         if done.returncode != 0:
-            raise PatchUnappliable(f"{spec.name}: {done.stderr.strip() or 'git apply failed'}")
+            raise PatchUnappliable(f"{spec.name}: {_apply_failure(done.stderr, diff)}")
 
 
-def check_patch(tree: Path, spec: PatchSpec) -> tuple[FileChange, ...]:
+def _apply_failure(stderr: str, diff: str) -> str:
+    """git's reason on one line, with a hint when the diff's line endings are CRLF."""
+    reason = "; ".join(line for line in stderr.strip().splitlines() if line) or "git apply failed"
+    return f"{reason} ({CRLF_HINT})" if "\r\n" in diff else reason
+
+
+def check_patch(
+    tree: Path, spec: PatchSpec, *, max_bytes: int = MAX_PATCH_BYTES
+) -> tuple[FileChange, ...]:
     """The diff's file changes, or PatchRefused naming the first unsafe one. Writes nothing."""
     if not spec.diff.strip():
         raise PatchUnappliable(f"{spec.name}: the patch is empty")
-    changes = parse_changes(spec)
+    changes = parse_changes(spec, max_bytes=max_bytes)
     created_links = {c.target for c in changes if c.target is not None and _is_link(c)}
     test_files = TestFiles(spec.test_globs)
     for change in changes:
@@ -89,7 +108,14 @@ def check_patch(tree: Path, spec: PatchSpec) -> tuple[FileChange, ...]:
     return changes
 
 
-def parse_changes(spec: PatchSpec) -> tuple[FileChange, ...]:
+def parse_changes(spec: PatchSpec, *, max_bytes: int = MAX_PATCH_BYTES) -> tuple[FileChange, ...]:
+    """The diff's file changes, read by unidiff; a diff over ``max_bytes`` is not read at all."""
+    size = len(spec.diff) if len(spec.diff) > max_bytes else len(spec.diff.encode())
+    if size > max_bytes:
+        raise PatchRefused(
+            f"{spec.name}: the patch is {size / 2**20:.1f} MiB, over the "
+            f"{max_bytes / 2**20:.1f} MiB limit on a patch"
+        )
     try:
         patch_set = PatchSet(_with_final_newline(spec.diff))
     except UnidiffParseError as exc:
@@ -109,6 +135,11 @@ def _change(patched: PatchedFile) -> FileChange:
         new_mode=patched.target_mode,
         binary=patched.is_binary_file,
         added_text=added,
+        header_names=tuple(
+            name
+            for name in (patched.source_file, patched.target_file)
+            if name is not None and name.rstrip("\r") != _DEV_NULL
+        ),
     )
 
 
@@ -122,9 +153,9 @@ def _rename_lines(info: Iterable[str]) -> Iterator[tuple[str, str]]:
 
 def _strip(name: str | None) -> str | None:
     """The path ``git apply`` (``-p1``) reads from a header name: the first component dropped."""
-    if name is None or name == _DEV_NULL:
+    if name is None or name.rstrip("\r") == _DEV_NULL:
         return None
-    return _unquote(name).split("/", 1)[-1]
+    return _unquote(name.rstrip("\r")).split("/", 1)[-1]  # a CRLF diff's CR ends no name
 
 
 def _unquote(name: str) -> str:
@@ -174,6 +205,9 @@ def _refusal(
     created_links: set[str],
     test_files: TestFiles,
 ) -> str | None:
+    for name in change.header_names:
+        if name.startswith("/"):
+            return f"header path {name!r} is absolute (a diff names files as a/… and b/…)"
     for path in change.paths:
         reason = unsafe_path_reason(tree, path) or _under_new_link(path, created_links)
         if reason:
@@ -206,6 +240,8 @@ def unsafe_path_reason(tree: Path, path: str) -> str | None:
         return f"path {path!r} is not a plain relative path inside the tree"
     if ".." in parts:
         return f"path {path!r} leaves the tree"
+    if _CONTROL.search(path):
+        return f"path {path!r} holds a control character (a newline, a tab, a NUL)"
     if any(part.lower() == ".git" for part in parts):
         return f"path {path!r} writes into .git"
     for depth in range(1, len(parts)):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -102,6 +103,7 @@ def test_a_diff_that_does_not_apply_gives_gits_reason(tree: Path) -> None:
     assert str(caught.value).startswith("adversarial-3: ")
     assert "patch does not apply" in str(caught.value)
     assert "pkg/mod.py" in str(caught.value)
+    assert "CRLF" not in str(caught.value)
     assert tree_listing(tree) == before
 
 
@@ -120,12 +122,50 @@ def test_a_path_leaving_the_tree_is_refused(tree: Path) -> None:
     assert not (tree.parent / "escaped.py").exists()
 
 
-def test_an_absolute_header_path_is_read_as_git_reads_it_inside_the_tree(tree: Path) -> None:
+@pytest.mark.parametrize("header", ["+++ /tmp/{name}", "--- /tmp/{name}\n+++ b/{name}"])
+def test_an_absolute_header_path_is_refused_not_re_rooted(tree: Path, header: str) -> None:
+    """Regression (issue 16): git reads ``+++ /tmp/x`` as ``tmp/x`` inside the tree; a diff
+    that names an absolute path is refused instead of written somewhere it did not say."""
     name = f"probewatch-abs-{tree.parent.name}.py"
-    diff = f"--- /dev/null\n+++ /tmp/{name}\n@@ -0,0 +1 @@\n+x = 1\n"
-    apply_patch(tree, PatchSpec(name="p", diff=diff))
-    assert (tree / "tmp" / name).is_file()
-    assert not (Path("/tmp") / name).exists()
+    head = header.format(name=name)
+    diff = (head if head.startswith("---") else f"--- /dev/null\n{head}") + "\n"
+    refused(tree, diff + "@@ -0,0 +1 @@\n+x = 1\n", "is absolute")
+    assert not (tree / "tmp").exists() and not (Path("/tmp") / name).exists()
+
+
+def test_a_file_name_with_a_newline_is_refused(tree: Path) -> None:
+    quoted = '"b/pkg/evil\\nname.py"'  # git's quoting of a name holding a newline
+    diff = (
+        f'diff --git "a/pkg/evil\\nname.py" {quoted}\nnew file mode 100644\n'
+        f"--- /dev/null\n+++ {quoted}\n@@ -0,0 +1 @@\n+x = 1\n"
+    )
+    refused(tree, diff, "control character")
+
+
+def test_a_patch_over_the_size_cap_is_refused_before_it_is_parsed(tree: Path) -> None:
+    huge = new_file("pkg/huge.py", "x = '" + "a" * (47 * 2**20) + "'")
+    started = time.monotonic()
+    refused(tree, huge, "47.0 MiB, over the 8.0 MiB limit")
+    assert time.monotonic() - started < 5  # unidiff needs far longer to read 47 MB
+
+
+def test_the_size_cap_is_the_callers_to_set(tree: Path) -> None:
+    small = PatchSpec(name="golden", diff=new_file("pkg/small.py", "x = '" + "a" * 4096 + "'"))
+    with pytest.raises(PatchRefused, match=r"over the 0\.0 MiB limit"):
+        apply_patch(tree, small, max_bytes=1024)
+    apply_patch(tree, small)
+    assert (tree / "pkg/small.py").is_file()
+
+
+def test_a_crlf_patch_that_does_not_apply_says_its_line_endings_are_crlf(
+    tree: Path, fixture_repo: tuple[FixtureRepo, str]
+) -> None:
+    repo, base = fixture_repo
+    diff = made_diff(repo, base, {"pkg/mod.py": "def f():\n    return 2\n"})
+    with pytest.raises(PatchUnappliable, match="CRLF") as caught:
+        apply_patch(tree, PatchSpec(name="submission", diff=diff.replace("\n", "\r\n")))
+    assert "\n" not in str(caught.value)  # one line
+    apply_patch(tree, PatchSpec(name="golden", diff=diff))  # the same diff in LF applies
 
 
 @pytest.mark.parametrize(
