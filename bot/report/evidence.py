@@ -90,7 +90,8 @@ class Gap:
 
 def gaps(table: CoverageTable) -> list[Gap]:
     """One gap per surviving patch that breaks a promise the PR's tests miss: confirmed
-    links first, then caught ones, then by file and line."""
+    links first, then caught ones, then by file and line (the report ranks them further:
+    :mod:`bot.report.ranking`)."""
     found, problems = [], table.problems
     for patch in table.survivors():
         promises = tuple(p for p in problems if patch.id in p.survivors)

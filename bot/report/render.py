@@ -5,19 +5,20 @@ validation ran, what the golden patch and the controls showed, what could not ru
 one entry per gap (a distinct surviving patch, never one per promise it breaks) with the
 promise quoted once, the mutation's own hunk, the PR's tests that run its line and pass
 anyway, the assertion that would catch it and whether a validated probe confirms the link.
-Probe names and code never appear: probes are hidden. Entries past ``SHOWN_GAPS`` and the
-tables are folded, so the unfolded comment stays short; a footer explains the wording
-once and names the config file and the commands. The body carries a hidden marker so the
-sticky comment can be found again, never @-mentions anyone (quoted text is defused), and
-stays under GitHub's comment limit by dropping folded entries with a link to the full
-report on the dashboard.
+Probe names and code never appear: probes are hidden. The comment shows the first
+``max_entries`` gaps in the order :mod:`bot.report.ranking` gives them and counts the rest,
+which the task page lists in full; the tables are folded, so the comment stays short; a
+footer explains the wording once and names the config file and the commands. The body
+carries a hidden marker so the sticky comment can be found again, never @-mentions anyone
+(quoted text is defused), and stays under GitHub's comment limit (cut on a safe line, with
+a link to the full report on the dashboard).
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
@@ -38,6 +39,7 @@ from bot.report.evidence import (
     unjudged,
     verdict_word,
 )
+from bot.report.ranking import DEFAULT_MAX_ENTRIES, Votes, for_the_comment, rank
 from task_registry.coverage import CoverageTable, PromiseCoverage
 from task_registry.types import PromiseVerdict
 
@@ -46,7 +48,6 @@ GITHUB_BODY_LIMIT = 65_536
 # Headroom under GitHub's limit: it counts characters after its own normalisation.
 BODY_BUDGET = GITHUB_BODY_LIMIT - 1_536
 DIFF_LINES = 40
-SHOWN_GAPS = 3  # entries shown unfolded; the rest are one line each in a <details>
 CONFIG_FILE = ".github/probewatch.yml"
 TEMPLATES = Path(__file__).with_name("templates")
 ZERO_WIDTH_SPACE = "&#8203;"
@@ -68,10 +69,20 @@ class ReportInput:
     patches: Mapping[str, str] = field(default_factory=dict)  # adversarial id -> its patch
     golden_patch: str = ""  # the PR's code change: hunks are read against its result
     context: RunContext = field(default_factory=RunContext)
+    max_entries: int = DEFAULT_MAX_ENTRIES  # gaps the comment shows; the rest: the task page
+    feedback: Mapping[str, Votes] = field(default_factory=dict)  # per operator, this repo
 
     def ignoring(self, ignored: Callable[[str], bool]) -> ReportInput:
         """The same report without evidence in the paths ``ignored`` matches."""
         return replace(self, table=self.table.without_survivors_in(ignored))
+
+    def showing(self, max_entries: int) -> ReportInput:
+        """The same report with at most ``max_entries`` gaps in the comment."""
+        return replace(self, max_entries=max_entries)
+
+    def ranked(self) -> list[Gap]:
+        """Every gap, in the order a maintainer should read them."""
+        return rank(gaps(self.table), self.feedback)
 
 
 @dataclass(frozen=True)
@@ -146,47 +157,34 @@ def headline(table: CoverageTable, pull_number: int | None = None) -> str:
 
 
 def render_report(report: ReportInput, *, full_url: str) -> RenderedReport:
-    """The comment body; folded entries are dropped from the end until it fits GitHub's limit."""
+    """The comment body: the first ``max_entries`` ranked gaps (:mod:`bot.report.ranking`);
+    the rest are named by count with a link to the task page. Cut to GitHub's limit."""
     table = report.table
-    shown, folded = _entries(report)
+    ranked = report.ranked()
+    chosen = for_the_comment(ranked, report.feedback, report.max_entries)
     said = headline(table, report.pull_number)
     summary = summary_line(table, said)
-    low, high = 0, len(folded)  # the most folded entries that fit: a binary search
-    while low < high:
-        middle = (low + high + 1) // 2
-        if len(
-            _render(
-                report, shown, folded[:middle], len(folded) - middle, full_url, report_headline=said
-            )
-        ) <= (BODY_BUDGET):
-            low = middle
-        else:
-            high = middle - 1
-    omitted = len(folded) - low
-    body = _render(report, shown, folded[:low], omitted, full_url, report_headline=said)
+    omitted = len(ranked) - len(chosen)
+    body = _render(report, _entries(report, chosen), omitted, full_url, report_headline=said)
     if len(body) > BODY_BUDGET:
         body = fit_markdown(body, BODY_BUDGET, full_url)
     return RenderedReport(body, summary, table.actionable, omitted)
 
 
 def render_full_report(report: ReportInput, *, full_url: str) -> str:
-    """Every gap, whatever the length: the dashboard's version."""
-    shown, folded = _entries(report)
+    """Every gap in full, whatever the length: the task page's version."""
     said = headline(report.table, report.pull_number)
-    return _render(report, shown, folded, 0, full_url, full=True, report_headline=said)
+    entries = _entries(report, report.ranked())
+    return _render(report, entries, 0, full_url, full=True, report_headline=said)
 
 
-def _entries(report: ReportInput) -> tuple[list[Entry], list[Entry]]:
-    """The gaps shown in full, and the rest, one line each."""
-    found = gaps(report.table)
-    shown = [_entry(report, gap, found[:i]) for i, gap in enumerate(found[:SHOWN_GAPS])]
-    return shown, [_entry(report, gap, []) for gap in found[SHOWN_GAPS:]]
+def _entries(report: ReportInput, chosen: Sequence[Gap]) -> list[Entry]:
+    return [_entry(report, gap, list(chosen[:i])) for i, gap in enumerate(chosen)]
 
 
 def _render(
     report: ReportInput,
     shown: list[Entry],
-    folded: list[Entry],
     omitted: int,
     full_url: str,
     *,
@@ -208,7 +206,6 @@ def _render(
             context=context_line(report.context, len(table.waiting)),
             commit=(report.merge_commit or "")[:10],
             entries=shown,
-            folded=folded,
             omitted=omitted,
             promises=listed,
             unlisted=len(table.promises) - len(listed),

@@ -292,15 +292,20 @@ def test_the_wording_is_explained_once_and_the_config_file_named() -> None:
     assert "`.github/probewatch.yml`" in body and "/probewatch rerun" in body
 
 
-def test_many_gaps_stay_within_the_line_budget_with_the_rest_folded() -> None:
+@pytest.mark.parametrize("max_entries", [3, 1, 5])
+def test_a_comment_shows_at_most_max_entries_gaps_and_counts_the_rest(max_entries: int) -> None:
     rows = [
         replace(TRAFFIC, quote=f"promise {i}", survivors=(replace(survivor(i), line=3 + i),))
         for i in range(12)
     ]
-    body = render_report(report(*rows), full_url=URL).body
-    assert len(entries(body)) == 3
-    assert "<summary>9 more gaps</summary>" in body
-    assert len(visible_lines(body)) <= LINE_BUDGET
+    found = report(*rows).showing(max_entries)
+    rendered = render_report(found, full_url=URL)
+    assert len(entries(rendered.body)) == max_entries
+    assert rendered.omitted == 12 - max_entries
+    assert f"…and {12 - max_entries} more gaps on the [task page]({URL})" in rendered.body
+    if max_entries <= 3:  # the default keeps the comment short
+        assert len(visible_lines(rendered.body)) <= LINE_BUDGET
+    assert len(entries(render_full_report(found, full_url=URL))) == 12  # the task page: all
 
 
 def test_a_checked_promise_with_a_survivor_is_not_a_gap() -> None:
@@ -349,13 +354,13 @@ def test_quoted_text_cannot_mention_anyone_or_inject_html() -> None:
 
 
 def test_a_long_report_is_cut_to_fit_with_a_link_to_the_full_report() -> None:
-    # Each folded entry is one line; a thousand of them do not fit in one comment.
+    # A thousand gaps: the comment shows three, counts the rest, and stays within the limit.
     rows = [replace(TRAFFIC, quote=f"promise {i}", survivors=(survivor(i),)) for i in range(1_000)]
     found = report(*rows)
     rendered = render_report(found, full_url=URL)
     assert len(rendered.body) <= BODY_BUDGET < GITHUB_BODY_LIMIT
-    assert rendered.omitted > 0
-    assert f"…and {rendered.omitted} more: see the [full report]({URL})" in rendered.body
+    assert rendered.omitted == 997
+    assert f"…and 997 more gaps on the [task page]({URL})" in rendered.body
     assert "…and 970 more in the [full report]" in rendered.body  # the promise table's rows
     assert len(gaps(found.table)) == 1_000
     assert render_full_report(found, full_url=URL).count("\n| 1000 |") == 1

@@ -18,9 +18,10 @@ from tests.github_emulator import GitHubEmulator
 def test_a_full_file_is_read() -> None:
     config = parse_repo_config(
         "comment: false\ncheck_run: true\nignore_paths: ['docs/*']\nskip_label: no-bot\n"
+        "max_entries: 5\n"
     )
     assert config == RepoConfig(
-        comment=False, check_run=True, ignore_paths=["docs/*"], skip_label="no-bot"
+        comment=False, check_run=True, ignore_paths=["docs/*"], skip_label="no-bot", max_entries=5
     )
     assert config.ignores("docs/index.md") and not config.ignores("pkg/sync.py")
 
@@ -40,6 +41,10 @@ def test_a_full_file_is_read() -> None:
         (
             "skip_label: ''\n",
             ".github/probewatch.yml: skip_label: String should have at least 1 character",
+        ),
+        (
+            "max_entries: 0\n",
+            ".github/probewatch.yml: max_entries: Input should be greater than or equal to 1",
         ),
         ("- comment\n", ".github/probewatch.yml: (file): must be a mapping of keys to values"),
         ("comment: [\n", ".github/probewatch.yml: (syntax):"),

@@ -4,7 +4,8 @@ Maintainers decide there whether probewatch comments (``comment``), opens a
 check run (``check_run``), which paths it ignores (``ignore_paths``, globs with
 the watch file's gitignore rules: ``megatron/legacy/`` is that folder,
 ``*.md`` a file name at any depth) and
-which PR label silences it (``skip_label``). The file is read through the
+which PR label silences it (``skip_label``) and how many gaps a comment shows
+(``max_entries``, default 3; the rest are on the task page). The file is read through the
 contents API at the default branch; a missing file means the defaults. Every
 key is checked: an unknown key or a wrong type fails with the file, the key and
 the reason, and then nothing is posted.
@@ -42,6 +43,7 @@ class RepoConfig(BaseModel):
     check_run: bool = False
     ignore_paths: list[str] = Field(default_factory=list)
     skip_label: str | None = Field(default=None, min_length=1)
+    max_entries: int = Field(default=3, ge=1, le=20)  # gaps in the comment; the rest: task page
 
     @cached_property
     def _ignored(self) -> PathMatcher:

@@ -154,7 +154,7 @@ def build_report(ctx: JobContext, job: PRPayload) -> dict[str, Any]:
     with ctx.session() as session:
         stored = store_report(
             session=session,
-            report=report.ignoring(config.ignores),
+            report=report.ignoring(config.ignores).showing(config.max_entries),
             public_url=ctx.settings.public_url,
             dry_run=watched.dry_run,
             merge_sha=job.merge_sha,

@@ -1,0 +1,72 @@
+"""Which gaps a comment shows first, and how maintainers' feedback moves them."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from bot.report.evidence import Gap
+from bot.report.ranking import (
+    SUPPRESS_AFTER,
+    Votes,
+    concern,
+    for_the_comment,
+    rank,
+    usefulness,
+    words,
+)
+from task_registry.coverage import AdversarialCoverage, PromiseCoverage
+from task_registry.types import PromiseCategory
+
+CACHE_PROMISE = PromiseCoverage(
+    position=0,
+    category=PromiseCategory.state,
+    quote="The prefix cache is invalidated when the weights are updated.",
+    survivors=["1", "2", "3"],
+)
+
+
+def gap(id: str, operator: str, path: str, description: str, *, confirmed: bool = False) -> Gap:
+    patch = AdversarialCoverage(
+        id=id, operator=operator, path=path, line=int(id), description=description
+    )
+    return Gap(patch, (CACHE_PROMISE,), (0,) if confirmed else (), caught=False)
+
+
+IN_THE_CACHE = gap("1", "constant", "pkg/prefix_cache.py", "invalidateCache(version) -> pass")
+ELSEWHERE = gap("2", "delete_call", "pkg/logging_utils.py", "delete call flush_buffer()")
+NUDGE = gap("3", "constant", "pkg/scheduler.py", "4 -> 5")
+
+
+def test_words_split_names_as_code_spells_them() -> None:
+    assert words("rollout_cache.resetPrefix(KVCache)") >= {"rollout", "cache", "reset", "prefix"}
+
+
+def test_a_gap_in_code_the_promise_concerns_comes_first() -> None:
+    assert concern(IN_THE_CACHE) > 0 and concern(ELSEWHERE) == 0
+    assert rank([ELSEWHERE, NUDGE, IN_THE_CACHE])[0] is IN_THE_CACHE
+
+
+def test_then_the_operator_that_shows_real_gaps_more_often() -> None:
+    assert rank([NUDGE, ELSEWHERE]) == [ELSEWHERE, NUDGE]  # deleting a call before a +1
+
+
+def test_a_confirmed_gap_comes_before_everything() -> None:
+    confirmed = replace(NUDGE, confirmed=(0,))
+    assert rank([IN_THE_CACHE, ELSEWHERE, confirmed])[0] is confirmed
+
+
+def test_feedback_moves_an_operator_and_a_few_votes_do_not_outweigh_the_prior() -> None:
+    assert usefulness("constant", Votes(useful=1)) > usefulness("constant")
+    assert usefulness("delete_call", Votes(not_useful=1)) > usefulness("constant")
+    many = {"delete_call": Votes(not_useful=8), "constant": Votes(useful=8)}
+    assert rank([ELSEWHERE, NUDGE], many) == [NUDGE, ELSEWHERE]
+
+
+def test_an_operator_marked_not_useful_often_enough_leaves_the_comment_not_the_page() -> None:
+    ranked = rank([ELSEWHERE, NUDGE])
+    few = {"delete_call": Votes(not_useful=SUPPRESS_AFTER - 1)}
+    enough = {"delete_call": Votes(not_useful=SUPPRESS_AFTER)}
+    assert ELSEWHERE in for_the_comment(ranked, few, 3)
+    assert for_the_comment(ranked, enough, 3) == [NUDGE]
+    confirmed = replace(ELSEWHERE, confirmed=(0,))
+    assert confirmed in for_the_comment([confirmed, NUDGE], enough, 3)  # a probe confirms it
