@@ -99,6 +99,16 @@ class Settings(BaseSettings):
         return self
 
     @model_validator(mode="after")
+    def _home_is_a_folder(self) -> Settings:
+        blocker = file_above(self.home)
+        if blocker is not None:
+            raise ValueError(
+                f"PROBEWATCH_HOME {self.home} is under {blocker}, which is a file, not a folder; "
+                "set PROBEWATCH_HOME to a folder (or a path where one can be made)"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _enforce_safe_production(self) -> Settings:
         if self.environment is not Environment.production:
             return self
@@ -116,6 +126,17 @@ class Settings(BaseSettings):
         if self.database_url:
             return self.database_url
         return f"sqlite:///{self.home / 'probewatch.db'}"
+
+    @property
+    def shown_database_url(self) -> str:
+        """The database URL as it may be printed or logged: its password as ``***``."""
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import ArgumentError
+
+        try:
+            return make_url(self.resolved_database_url).render_as_string(hide_password=True)
+        except ArgumentError:
+            return "(not a URL; not shown, it may hold a password)"
 
     @model_validator(mode="after")
     def _author_needs_an_endpoint(self) -> Settings:
@@ -143,6 +164,15 @@ class Settings(BaseSettings):
     def has_github_app(self) -> bool:
         key = self.github_app_private_key or self.github_app_private_key_path
         return self.github_app_id is not None and key is not None
+
+
+def file_above(path: Path) -> Path | None:
+    """The nearest existing path at or above ``path`` when it is not a folder: no folder can
+    be made at ``path`` then. None when ``path`` is, or can become, a folder."""
+    for candidate in (path, *path.parents):
+        if candidate.exists():
+            return None if candidate.is_dir() else candidate
+    return None
 
 
 class SettingsError(ConfigError):

@@ -14,10 +14,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from probewatch.errors import ConfigError
+from probewatch.names import RepoName
 from probewatch.testfiles import DEFAULT_TEST_GLOBS
 
 DEFAULT_SIZE_THRESHOLD = 1000
-REPO_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+$"
 
 
 class WatchFileError(ConfigError, ValueError):
@@ -78,7 +78,7 @@ class AutoAccept(_Strict):
 
 
 class WatchedRepo(_Strict):
-    name: str = Field(pattern=REPO_NAME_PATTERN, description="owner/name on GitHub")
+    name: RepoName = Field(description="owner/name on GitHub")
     default_branch: str = "main"
     git: Path | None = Field(default=None, description="Local clone or mirror for backfill.")
     url: str | None = Field(
@@ -141,6 +141,12 @@ def load_watch_file(path: Path | str) -> WatchFile:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise WatchFileError(path, "(file)", "no such file") from None
+    except UnicodeDecodeError as exc:
+        reason = f"is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start})"
+        raise WatchFileError(path, "(file)", f"{reason}; save it as UTF-8") from None
+    except OSError as exc:
+        reason = f"cannot be read ({exc.strerror})"
+        raise WatchFileError(path, "(file)", f"{reason}; check PROBEWATCH_WATCH_FILE") from None
     except tomllib.TOMLDecodeError as exc:
         raise WatchFileError(path, "(syntax)", str(exc)) from None
     return parse_watch_data(raw, path=path)
@@ -171,7 +177,7 @@ def _parse_runner(path: Path, raw: Any) -> RunnerPins:
     except ValidationError as exc:
         error = exc.errors()[0]
         key = ".".join(str(part) for part in ("runner", *error["loc"]))
-        raise WatchFileError(path, key, error["msg"]) from None
+        raise WatchFileError(path, key, _message(error["msg"])) from None
     folders = [p if p.is_absolute() else path.parent / p for p in pins.find_links]
     return pins.model_copy(update={"find_links": [p.expanduser() for p in folders]})
 
@@ -190,7 +196,7 @@ def _parse_repo(path: Path, index: int, defaults: dict[str, Any], entry: Any) ->
     except ValidationError as exc:
         error = exc.errors()[0]
         key = ".".join(str(part) for part in error["loc"]) or "(entry)"
-        raise WatchFileError(path, f"{label}.{key}", error["msg"]) from None
+        raise WatchFileError(path, f"{label}.{key}", _message(error["msg"])) from None
 
 
 def _merge(defaults: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
@@ -211,3 +217,8 @@ def _check_unique(path: Path, repos: list[WatchedRepo]) -> None:
 def example_watch_file() -> Path:
     """The shipped example that configures Megatron-LM, verl and vLLM."""
     return Path(__file__).with_name("watch.example.toml")
+
+
+def _message(pydantic_message: str) -> str:
+    """pydantic's message without the prefix it puts before a validator's own words."""
+    return pydantic_message.removeprefix("Value error, ")

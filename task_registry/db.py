@@ -8,6 +8,7 @@ behind, naming the command that fixes it.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -36,16 +37,56 @@ class RegistryUnavailable(RegistryError):
     """The database cannot be reached or refused the connection; the message names it."""
 
 
+# What an unreachable or failing database most likely needs, by the driver's words; the
+# first match names the fix. Anything else is most likely the URL or the server.
+FIXES = (
+    (
+        "readonly database",
+        "the registry is read-only here: reads work, writes need a writable PROBEWATCH_HOME",
+    ),
+    ("disk is full", "the disk is full: free space on it, or set PROBEWATCH_HOME to another disk"),
+    (
+        "disk I/O error",
+        "the disk failed or is full: free space on it, or set PROBEWATCH_HOME to another disk",
+    ),
+    (
+        "unable to open database file",
+        "the database's folder is missing or not writable: check PROBEWATCH_HOME",
+    ),
+)
+DEFAULT_FIX = "check PROBEWATCH_DATABASE_URL and that the server is up"
+
+
 def make_engine(url: str, **kwargs: Any) -> Engine:
-    """An engine for ``url``; SQLite gets its parent folder, foreign keys and WAL."""
+    """An engine for ``url``; SQLite gets its parent folder, foreign keys and WAL.
+
+    A SQLite file in a folder this process cannot write (a read-only home) is opened
+    read-only and immutable: WAL needs its ``-shm`` file beside the database, so without
+    this not even a read works there. A write then fails with a one-line reason."""
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
         return create_engine(url, pool_pre_ping=True, **kwargs)
-    if parsed.database and parsed.database != ":memory:":
-        Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    path = Path(parsed.database).expanduser() if parsed.database else None
+    if path is not None and parsed.database != ":memory:":
+        if path.is_file() and not os.access(path.parent, os.W_OK):
+            return _read_only_sqlite(path, **kwargs)
+        path.parent.mkdir(parents=True, exist_ok=True)
     engine = create_engine(url, connect_args={"timeout": 30}, **kwargs)
     event.listen(engine, "connect", _sqlite_pragmas)
     return engine
+
+
+def _read_only_sqlite(path: Path, **kwargs: Any) -> Engine:
+    url = f"sqlite:///file:{path}?mode=ro&immutable=1&uri=true"
+    engine = create_engine(url, connect_args={"timeout": 30}, **kwargs)
+    event.listen(engine, "connect", _foreign_keys)
+    return engine
+
+
+def _foreign_keys(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -76,9 +117,8 @@ def session_scope(engine: Engine) -> Iterator[Session]:
 def _unavailable(engine: Engine, exc: OperationalError) -> RegistryUnavailable:
     where = engine.url.render_as_string(hide_password=True)
     reason = str(exc.orig or exc).strip().splitlines()[0]
-    return RegistryUnavailable(
-        f"database {where}: {reason} (check PROBEWATCH_DATABASE_URL and that the server is up)"
-    )
+    fix = next((fix for words, fix in FIXES if words in reason), DEFAULT_FIX)
+    return RegistryUnavailable(f"database {where}: {reason} ({fix})")
 
 
 def _alembic_config() -> Config:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from sqlmodel import Session, select
 
+from probewatch.names import check_repo_name
 from task_registry.errors import NotFound
 from task_registry.models import Cursor, Repo, RepoCreate
 from task_registry.types import CursorSource, utcnow
 
 
 def get_or_create_repo(*, session: Session, repo_in: RepoCreate) -> Repo:
+    """The stored repository; a name that is not ``owner/name`` is refused, nothing stored."""
+    check_repo_name(repo_in.full_name)
     repo = find_repo(session=session, full_name=repo_in.full_name)
     if repo is not None:
         return repo

@@ -2,7 +2,8 @@
 
 Every group and command is built by :class:`ProbewatchTyper`, so they all share two
 things. Errors: any ``ProbewatchError`` a command raises, from whichever stage, becomes
-``error: <message>`` on stderr and exit code 1, never a traceback; a bad argument or
+``error: <message>`` on stderr and exit code 1, never a traceback, and so does a disk
+that refuses (full, read-only, a file where a folder goes), with the fix; a bad argument or
 option value (``typer.BadParameter``) is one such line too, with exit code 2. A command
 that finds a problem of its own raises :class:`CommandError` through :func:`fail`.
 Help: a parameter is shown as it is typed (``TASK``, ``--since YYYY-MM-DD``,
@@ -11,6 +12,7 @@ Help: a parameter is shown as it is typed (``TASK``, ``--since YYYY-MM-DD``,
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -29,6 +31,16 @@ if TYPE_CHECKING:
 
 USAGE_ERROR_EXIT = 2
 PYDANTIC_PREFIX = "Value error, "
+# What to do when the disk refuses, by errno; PROBEWATCH_HOME holds everything probewatch writes.
+DISK_FIXES = {
+    errno.ENOSPC: "free space on that disk, or set PROBEWATCH_HOME to a folder on another",
+    errno.EDQUOT: "free space within your quota, or set PROBEWATCH_HOME to another disk",
+    errno.EROFS: "reads work on a read-only home; for this, set PROBEWATCH_HOME to a writable "
+    "folder",
+    errno.EACCES: "make it writable for this user, or set PROBEWATCH_HOME to a folder that is",
+    errno.ENOTDIR: "a path above it is a file: set PROBEWATCH_HOME (or the path given) to a folder",
+}
+DEFAULT_DISK_FIX = "check the path and PROBEWATCH_HOME"
 
 
 class CommandError(ProbewatchError):
@@ -44,8 +56,28 @@ def app_context(ctx: typer.Context) -> AppContext:
     return ctx.find_root().obj  # type: ignore[no-any-return]
 
 
+def repo_option(value: str | None) -> str | None:
+    """Typer callback of every ``--repo OWNER/NAME``: a name that is not owner/name is a
+    usage error (one line, exit 2) before the command runs or stores anything."""
+    from probewatch.names import BadRepoName, check_repo_name
+
+    if not value:
+        return value
+    try:
+        return check_repo_name(value)
+    except BadRepoName as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
 def fail(message: str) -> NoReturn:
     raise CommandError(message)
+
+
+def os_error_line(exc: OSError) -> str:
+    """``<what the system said>: <path> (<what to do>)``, one line."""
+    what = exc.strerror or str(exc)
+    where = f": {exc.filename}" if exc.filename else ""
+    return f"{what}{where} ({DISK_FIXES.get(exc.errno or 0, DEFAULT_DISK_FIX)})"
 
 
 def print_error(message: str) -> None:
@@ -131,6 +163,9 @@ class ProbewatchGroup(_PlainParams, TyperGroup):
             return super().invoke(ctx)
         except ProbewatchError as exc:
             print_error(str(exc))
+            raise typer.Exit(1) from None
+        except OSError as exc:  # the disk refused: full, read-only, a file where a folder goes
+            print_error(os_error_line(exc))
             raise typer.Exit(1) from None
         except typer.BadParameter as exc:
             # Typer validates choices through pydantic, whose message carries its own prefix.

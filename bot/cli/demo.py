@@ -69,7 +69,7 @@ def _print_closing(context: AppContext, result: DemoResult, wall_s: float) -> No
     lines = [
         f"demo finished in {wall_s:.0f} s; everything is stored in {context.settings.home}",
         f"  demo repository: {layout.repo} (probes: {layout.probes})",
-        f"  database: {context.settings.resolved_database_url}",
+        f"  database: {context.settings.shown_database_url}",
         "  PR reports (dry run: stored, not posted): "
         + ", ".join(f"#{r.number}" for r in result.reports),
         "serve the HTML dashboard and reports with:",

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from bot.cli.common import ProbewatchTyper, app_context, console
+from bot.cli.common import ProbewatchTyper, app_context, console, repo_option
 
 if TYPE_CHECKING:
     from runners.env import EnvHome, Prepared
@@ -208,7 +208,12 @@ def build(
         typer.Option(metavar="TIME", help="Resolve as the index was then (ISO time, UTC)."),
     ] = None,
     repo_name: Annotated[
-        str, typer.Option(metavar="OWNER/NAME", help="The repository: its shipped config applies.")
+        str,
+        typer.Option(
+            metavar="OWNER/NAME",
+            help="The repository: its shipped config applies.",
+            callback=repo_option,
+        ),
     ] = "",
     test: Annotated[
         list[str] | None, typer.Option(metavar="PATH", help="Test path to collect (repeatable).")

@@ -131,7 +131,7 @@ def config_check(
         )
     console().print(f"watch file: {watch.path or '(none: set PROBEWATCH_WATCH_FILE)'}")
     console().print(table)
-    console().print(f"database: {context.settings.resolved_database_url}")
+    console().print(f"database: {context.settings.shown_database_url}")
 
 
 # --- export / import -----------------------------------------------------------------

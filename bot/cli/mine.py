@@ -26,7 +26,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from bot.cli.choices import DecisionChoice, Verdict
-from bot.cli.common import ProbewatchTyper, app_context, console, fail, progress
+from bot.cli.common import ProbewatchTyper, app_context, console, fail, progress, repo_option
 from bot.cli.refs import FORMS, parse_pull_ref
 from bot.repos import mining_config
 
@@ -76,7 +76,13 @@ def parse_moment(value: str | None, option: str) -> datetime | None:
 def mine(
     ctx: typer.Context,
     repo: Annotated[
-        str, typer.Option("--repo", metavar="OWNER/NAME", help="The repository, as on GitHub.")
+        str,
+        typer.Option(
+            "--repo",
+            metavar="OWNER/NAME",
+            help="The repository, as on GitHub.",
+            callback=repo_option,
+        ),
     ],
     git: Annotated[
         Path | None,
@@ -243,7 +249,8 @@ def _table(columns: list[str], rows: list[list[str]], *, title: str | None = Non
 def candidates_list(
     ctx: typer.Context,
     repo: Annotated[
-        str | None, typer.Option(metavar="OWNER/NAME", help="Only this repository.")
+        str | None,
+        typer.Option(metavar="OWNER/NAME", help="Only this repository.", callback=repo_option),
     ] = None,
     verdict: Annotated[Verdict, typer.Option(help="The filters' verdict, or all.")] = "passed",
     decision: Annotated[

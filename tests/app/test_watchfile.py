@@ -80,7 +80,7 @@ def test_dry_run_is_on_unless_told_otherwise(tmp_path: Path) -> None:
             "greater than",
         ),
         ('[[repo]]\nname = "a/b"\ndry_run = "maybe"\n', 'repo[0] ("a/b").dry_run', "boolean"),
-        ('[[repo]]\nname = "not-a-repo"\n', 'repo[0] ("not-a-repo").name', "pattern"),
+        ('[[repo]]\nname = "not-a-repo"\n', 'repo[0] ("not-a-repo").name', "is not owner/name"),
         ("[[repo]]\nsize_threshold = 3\n", "repo[0].name", "Field required"),
         (
             '[[repo]]\nname = "a/b"\n[repo.tests]\ncpu_globz = []\n',
