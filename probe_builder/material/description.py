@@ -63,6 +63,8 @@ _DROP_LINE = re.compile(
     re.I,
 )
 _LIST_ITEM = re.compile(r"^\s*([-*+•]|\d+[.)、]|\(\d+\))\s+")
+# Marks where a heading stood once headings are gone: a control character no author types.
+SECTION_MARK = "\x00"
 SHORT_LINE = 56  # wrapped commit bodies run to ~72 columns; shorter lines end on purpose
 _SENTENCE_END = re.compile(r"(?<=[.!?;\u3002\uff1b])\s+(?=[A-Z`*(\[\"'])")
 
@@ -77,6 +79,8 @@ class Sentence:
     text: str
     origin: Origin
     position: int  # order in the description, the title being 0
+    section: str = ""  # the heading it falls under, lower case ("" before any heading)
+    listed: bool = False  # a list item (a bullet or a number) rather than a paragraph
 
 
 def _phrase_pattern(phrase: str) -> re.Pattern[str]:
@@ -87,6 +91,7 @@ def _phrase_pattern(phrase: str) -> re.Pattern[str]:
 
 _TEMPLATE_PATTERNS = tuple(_phrase_pattern(p) for p in TEMPLATE_SENTENCES)
 _MARKUP = (
+    (re.compile(r"^[ \t]*\*\*([^*\n]{1,60}?):?\*\*:?[ \t]*$", re.M), r"### \1"),  # bold heading
     (re.compile(r"<!--.*?-->", re.S), ""),
     (re.compile(r"<details>.*?</details>", re.S | re.I), ""),
     (re.compile(r"^\s*(```|~~~).*?^\s*(```|~~~)[^\n]*$", re.S | re.M), ""),
@@ -122,15 +127,18 @@ def _keep_section_lines(lines: list[str]) -> list[str]:
             if not dropping:
                 kept.append(line)
             continue
-        name = heading.group(1).strip(" :")
+        name = heading.group(1).strip(" :*_")
         dropping = DROP_SECTIONS.match(name) is not None
-        if not dropping and not TEMPLATE_HEADINGS.match(name) and name:
+        if dropping or not name:
+            continue
+        kept.append(SECTION_MARK + name.lower())
+        if not TEMPLATE_HEADINGS.match(name):
             kept.extend(["", name, ""])  # an author's heading is prose of its own
     return kept
 
 
-def clean_description(body: str) -> str:
-    """The author's prose: no template, code, markup, checklists, tables or trailers."""
+def _clean_sections(body: str) -> str:
+    """The author's prose, a SECTION_MARK line where each kept heading stood."""
     text = _strip_markup(body.replace("\r\n", "\n"))
     lines = _keep_section_lines(text.split("\n"))
     out = []
@@ -140,6 +148,13 @@ def clean_description(body: str) -> str:
             continue
         out.append(line)
     return re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip()
+
+
+def clean_description(body: str) -> str:
+    """The author's prose: no template, code, markup, checklists, tables or trailers."""
+    lines = _clean_sections(body).split("\n")
+    text = "\n".join(line for line in lines if not line.startswith(SECTION_MARK))
+    return re.sub(r"\n{3,}", "\n\n", text).strip()
 
 
 def _starts_sentence(previous: str, line: str) -> bool:
@@ -152,35 +167,51 @@ def _starts_sentence(previous: str, line: str) -> bool:
     )
 
 
-def _blocks(text: str) -> list[str]:
-    """Paragraphs and list items, each joined onto one line."""
-    blocks: list[list[str]] = []
+def _blocks(text: str) -> list[tuple[str, bool]]:
+    """Paragraphs and list items, each joined onto one line, with whether it was a list item."""
+    blocks: list[tuple[list[str], bool]] = []
     current: list[str] = []
+    listed = False
     for line in text.split("\n"):
         if current and line.strip() and _starts_sentence(current[-1], line):
-            blocks.append(current)
-            current = []
+            blocks.append((current, listed))
+            current, listed = [], False
         if not line.strip() or _LIST_ITEM.match(line):
             if current:
-                blocks.append(current)
+                blocks.append((current, listed))
             current = [_LIST_ITEM.sub("", line).strip()] if line.strip() else []
+            listed = bool(line.strip())
             continue
         current.append(line.strip())
     if current:
-        blocks.append(current)
-    return [" ".join(block).strip() for block in blocks if " ".join(block).strip()]
+        blocks.append((current, listed))
+    joined = ((" ".join(block).strip(), listed) for block, listed in blocks)
+    return [(text, listed) for text, listed in joined if text]
+
+
+def _sentences(text: str) -> list[tuple[str, bool]]:
+    return [
+        (s.strip(), listed)
+        for block, listed in _blocks(text)
+        for s in _SENTENCE_END.split(block)
+        if s.strip()
+    ]
 
 
 def split_sentences(text: str) -> list[str]:
-    return [s.strip() for block in _blocks(text) for s in _SENTENCE_END.split(block) if s.strip()]
+    return [s for s, _ in _sentences(text)]
 
 
 def description_sentences(title: str, body: str) -> list[Sentence]:
-    """The cleaned title, then each sentence of the cleaned body."""
+    """The cleaned title, then each sentence of the cleaned body with its section."""
     sentences = []
     cleaned_title = clean_title(title)
     if cleaned_title:
         sentences.append(Sentence(cleaned_title, Origin.pr_title, 0))
-    for text in split_sentences(clean_description(body)):
-        sentences.append(Sentence(text, Origin.body, len(sentences)))
+    # re.split with a group: text before the first heading, then (heading, text) pairs.
+    parts = re.split(rf"^{SECTION_MARK}(.*)$", _clean_sections(body), flags=re.M)
+    sections = ["", *parts[1::2]]
+    for section, chunk in zip(sections, parts[0::2], strict=True):
+        for text, listed in _sentences(chunk):
+            sentences.append(Sentence(text, Origin.body, len(sentences), section, listed))
     return sentences

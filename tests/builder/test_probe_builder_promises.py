@@ -148,3 +148,91 @@ def test_a_sentence_repeated_in_title_and_body_is_one_promise():
         "Make free_cache_engine option workable in latest vLLM",
     )
     assert len(promises) == 1 and promises[0].position == 1
+
+
+@pytest.mark.parametrize(
+    ("title", "expected"),
+    [
+        ("Add a CUDA graph scope option for MoE layers", PromiseCategory.mode),
+        ("Enable KV caching for hybrid models", PromiseCategory.state),
+        ("Overlap param gather with the optimizer step", PromiseCategory.time),
+        ("Batch invariance for the sampler", PromiseCategory.numeric),
+        ("Fix grad norm undercounting with EP and TP", PromiseCategory.numeric),
+        ("Fix async save and resume of distributed checkpoints", PromiseCategory.state),
+        ("Implement new optimizer checkpoint formats", PromiseCategory.state),
+        ("Weight synchronization between trainer and rollout", PromiseCategory.state),
+        ("[Perf] Tune the fused MoE kernel configs", PromiseCategory.time),
+    ],
+)
+def test_a_title_alone_names_its_category_in_its_own_jargon(title, expected):
+    assert [p.category for p in extract_promises(title, "")] == [expected]
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "The gather step has no communication overhead.",
+        "Weight updates are CUDA IPC-based.",
+        "It avoids gathering all data to one rank.",
+    ],
+)
+def test_traffic_stated_without_the_word_traffic(sentence):
+    assert PromiseCategory.traffic in {p.category for p in extract_promises("x", sentence)}
+
+
+def test_a_perf_tag_is_a_time_promise_only_when_no_resource_is_named():
+    assert [p.category for p in extract_promises("[Perf] Rework the scheduler", "")] == [
+        PromiseCategory.time
+    ]
+    tagged_memory = extract_promises("[Perf] Rework the scheduler", "Cut peak memory by 2 GB.")
+    assert [p.category for p in tagged_memory] == [
+        PromiseCategory.functional,
+        PromiseCategory.memory,
+    ]
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Add tests and show that the loss matches the reference.",
+        "Run existing unit test suites.",
+        "Add mathematical formulations to the docs.",
+        "Rename internal helpers for clarity.",
+        "Updated documentation with examples of the new option.",
+        "VLLM_USE_V1=1 python bench.py --model m --speedup",
+    ],
+)
+def test_sentences_about_tests_docs_renames_and_commands_are_not_promises(sentence):
+    assert extract_promises("x", sentence)[1:] == []
+
+
+def test_what_a_test_section_reports_is_not_a_promise():
+    body = "## Purpose\nCut peak memory of the loss.\n## Test Result\nThroughput is 2x faster."
+    assert [p.category for p in extract_promises("x", body)[1:]] == [PromiseCategory.memory]
+
+
+def test_one_behaviour_restated_in_several_sentences_is_one_promise():
+    body = (
+        "This change reduces the peak memory of the logits.\n\n"
+        "With it the peak memory of the logits is reduced by half."
+    )
+    memory = [p for p in extract_promises("x", body) if p.category is PromiseCategory.memory]
+    assert len(memory) == 1
+
+
+def test_a_mode_named_in_passing_is_not_a_mode_promise():
+    body = "The estimate is taken before the CUDA graphs are captured."
+    assert PromiseCategory.mode not in {p.category for p in extract_promises("x", body)}
+    body = "The decode path now works under CUDA graphs."
+    assert PromiseCategory.mode in {p.category for p in extract_promises("x", body)}
+
+
+def test_each_bullet_of_a_bold_headed_section_is_a_promise():
+    body = (
+        "**New components**\n"
+        "- `Planner`: schedules requests by priority\n"
+        "- A custom `RewardManager` that scores whole conversations\n"
+    )
+    sentences = description_sentences("x", body)
+    assert [(s.section, s.listed) for s in sentences[2:]] == [("new components", True)] * 2
+    assert [p.category for p in extract_promises("x", body)[1:]] == [PromiseCategory.functional] * 2

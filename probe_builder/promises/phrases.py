@@ -1,0 +1,188 @@
+"""The phrase tables of the rule-based promise extractor, as data.
+
+Each category has cue patterns: a sentence that matches one carries that
+category. The other tables say when a sentence is not a promise at all (it
+describes the PR's tests, docs or housekeeping, it is a command line, a
+worked example, or a stated limitation) and when a cue is only a mention (a
+CUDA graph named in passing is not a promise to work under one). Patterns
+describe the domain's vocabulary: no table names a particular PR, quote or
+path. ``bench/promise_eval.py`` measures them against the labelled set.
+"""
+
+from __future__ import annotations
+
+import re
+
+from task_registry.types import PromiseCategory
+
+
+def rx(*alternatives: str) -> re.Pattern[str]:
+    """One case-insensitive pattern from alternatives kept short enough to read."""
+    return re.compile("|".join(alternatives), re.I)
+
+
+_NEAR = r"\b[^.]{0,40}\b"  # two phrases in the same clause
+_COLLECTIVE = (
+    r"(all[-_ ]?reduce|all[-_ ]?gather|reduce[-_ ]scatter|all[-_ ]to[-_ ]all|a2a|broadcast)"
+)
+_CHECKPOINT = r"(?<!activation )(?<!gradient )(?<!activation-)\b(checkpoint|ckpt|dist[-_ ]?ckpt)\w*"
+
+CUES: dict[PromiseCategory, re.Pattern[str]] = {
+    PromiseCategory.memory: rx(
+        r"\bmemory[- ](efficient|optimi[sz]ed|saving)",
+        r"\b(peak|activation)\s+memory\b",
+        r"\bmemory (footprint|usage|consumption|issue|leak|pressure|size|budget|fragmentation)",
+        r"\b(reduc|sav|lower|decreas|optimi[sz]|free(s|d)?|secur|releas|minimi[sz])\w*"
+        + _NEAR
+        + r"(memory|footprint|allocations?|scratch space|workspace|buffer size)\b",
+        r"\b(memory|footprint)\b[^.]{0,30}\b(reduc|sav|lower|decreas|constant|bound)\w*",
+        r"\b(OOM|OOMs|out[- ]of[- ]memory)\b",
+        r"\boffload(s|ed|ing)?\b",
+        r"\b(kv[- ]?cache|cache) (memory|capacity)\b",
+    ),
+    PromiseCategory.time: rx(
+        r"\bspeed[- ]?ups?\b|\bspeeds? up\b|\bfaster\b|\baccelerat\w*|\bthroughput\b|\blatency\b",
+        r"\b(improv|better|boost|optimi[sz])\w*\s+(\w+\s+){0,3}performance\b",
+        r"\bperformance (improvement|gain|optimi[sz]ation|now scales)",
+        r"\bscal(es|ing) (much |far )?better\b",
+        r"^perf\b|^optimi[sz]e\b(?![^.]*\bmemory\b)",
+        r"\boverlap(s|ped|ping)?\b",
+        r"\b(reduc|sav|avoid|eliminat|remov|hid)\w*"
+        + _NEAR
+        + r"(computation|compute|overhead|cpu usage|sync\w*|stalls?|bubbles?|launch\w*)s?\b",
+        r"\bcpu usage\b[^.]{0,60}\breduc",
+        r"\b(concurrently|at the same time|in parallel with)\b",
+        r"\btun(e|es|ed|ing)\b[^.]{0,30}\b(gemm|kernels?|configs?|moe|block sizes?)\b",
+        r"\b(gemm|kernel)s? tuning\b|\bpinned memory\b|\bnon[- ]?blocking\b",
+    ),
+    PromiseCategory.traffic: rx(
+        r"\b(data )?(transmission|traffic|bandwidth)\b",
+        r"\b(reduc|remov|avoid|skip|fewer|less|eliminat|only|without)\w*"
+        + _NEAR
+        + r"(communication volume|transfers?|copy|copying|copies|data collect|send|bytes"
+        r"|gather\w*|d2h|h2d|round[- ]trips?)\b",
+        r"\b(number|count) of (calls|bytes|collectives|messages|transfers)\b",
+        r"\b\d+\s+" + _COLLECTIVE + r"s?\b",
+        r"\b(fewer|less|no|avoid\w*|skip\w*|remov\w*|one|single)\s+(\w+\s+){0,2}" + _COLLECTIVE,
+        r"\ball[-_ ]?reduce\b[^.]{0,40}\bonly\b|\bonly\b[^.]{0,30}\ball[-_ ]?reduce",
+        r"\bzero[- ]copy\b|\bipc\b|\bno (extra |additional )?communication( overhead)?\b",
+        r"\bcommunication (overhead|cost|volume)\b",
+        r"\bcommunicat\w*\b[^.]{0,30}\b(reduc|fewer|less|avoid|eliminat|minimi[sz])\w*",
+    ),
+    PromiseCategory.state: rx(
+        r"\b(reset|resets|resetting)\b|\binvalidat\w*|\blifecycle\b|\bstale\b",
+        r"\b(prefix|kv)[- ]?caching\b|\bprefix[- ]cach\w*|\brefit\w*|^cache\b",
+        r"\b(cache|kv) (hits?|reuse|retention|eviction)\b",
+        r"\bcache (snapshots?|hits?|entries|invalidation)\b|\bevict\w*",
+        r"\b(onload|reload)\w*\b|\bwake[-_ ]?up\b|\bawake\b|\bsleep\b",
+        r"\bresum(e|ed|es|ing)\b|\brestor\w*",
+        r"\b(after|before) (each |every |the )?(validation|abort|sleep|wake|reset|restart|step)\b",
+        r"\bsave\w*\b[^.]{0,40}\blatest",
+        r"\bacross (steps|calls|iterations|epochs|restarts)\b|\brepeated(ly)?\b",
+        r"\bpersistent across\b",
+        _CHECKPOINT + r"[^.]{0,40}\b(sav\w*|load\w*|resum\w*|format\w*|convert\w*|async\w*)",
+        r"\b(sav\w*|load\w*|resum\w*|convert\w*)\b[^.]{0,30}" + _CHECKPOINT,
+        r"\b(weights?|param\w*)[- ](sync\w*|synchroni[sz]\w*|updates?|updating|transfer"
+        r"|resharding)\b",
+        r"\bsynchroni[sz]\w*\b[^.]{0,30}\b(weights?|param\w*)\b",
+        r"\bkv[- ]?cache (allocation|allocator|blocks?|manager|management)\b",
+        r"\b(cached|freed|free|evicted) blocks?\b|\bblock pool\b|\bback to the pool\b",
+        r"\boffload\w*\b[^.]{0,40}\b(load(s|ed|ing)?|onload\w*|reload\w*|back)\b",
+    ),
+    PromiseCategory.mode: rx(
+        r"\bcuda[-_ ]?graphs?\b|\bcudagraph\w*|\b(piecewise|full) graphs?\b",
+        r"\btorch\.compile\b|\bcompile mode\b|\bgraph (capture|replay)\b|\binductor\b",
+        r"\benforce[_ ]eager\b|\beager (mode|execution)\b",
+    ),
+    PromiseCategory.numeric: rx(
+        r"\bnumeric(al|ally|s)?\b|\bprecision\b|\bNaNs?\b|\binf\b|\boverflow\w*|\bunderflow\w*",
+        r"\bstabl(e|ize|ilize|ility)\b|\binstabilit\w*",
+        r"\bdeterminis\w*|\bbatch[- ]invarian\w*|\blossless\b|\bbitwise\b|\bclamp\w*",
+        r"\bgrad(ient)?[- _]?norm\b|\b(under|over|double)[- ]?count\w*",
+        r"\bscal(e|es|ed|ing)\b[^.]{0,30}\b(once|twice|by|loss\w*)\b",
+        r"\bnormali[sz]\w*|\bdivisor\b|\bdenominator\b",
+        r"\b(mean|average|sum)\b[^.]{0,40}\b(loss|metric|gradient|micro-?batch)\w*",
+        r"\b(loss|gradient|metric)\w*\b[^.]{0,40}"
+        r"\b(mean|average|aggregat\w*|scal\w*|normali\w*|calculation)",
+        r"\bcorrectly all-?reduced\b|\breduce\b[^.]{0,20}\bloss\b[^.]{0,60}\bgroup\b",
+        r"\baligns? with\b|\bmatch(es|ing)? (the )?(reference|baseline|bf16|fp32|hf|huggingface)\b",
+        r"\b(fp32|bf16|fp16|fp8)\b[^.]{0,40}\b(reconstruct|accumulat|master)\w*",
+        r"\b(fix|correct|wrong|incorrect)\w*\b[^.]{0,30}\b(logprobs?|logits|accuracy|results?|outputs?"
+        r"|values?|norms?)\b",
+        r"\baccuracy (drop|issue|regression|degradation)\b|\brounding\b",
+    ),
+}
+
+# A sentence about measuring a resource promises nothing about the resource itself.
+MEASURING = rx(
+    r"\b(log(s|ging|ged)?|logger|profil\w*|visuali[sz]\w*|monitor\w*|metrics?|trac(e|ing))\b",
+    r"\bsnapshots? (dump|visuali)\w*",
+)
+LIMITATION = re.compile(
+    r"\b(might|may|could) not\b|\bnot (be )?(compatible|supported|applicable)\b", re.I
+)
+# A mode named in a body sentence is a promise only when the sentence says it works under it.
+MODE_CLAIM = rx(
+    r"\b(support\w*|compatib\w*|works?|working|enabl\w*|fix\w*|under|scope|allow\w*|break\w*"
+    r"|fail\w*|correct\w*|add\w*)\b"
+)
+# Sentences about the PR's tests, docs, examples or housekeeping: not promises.
+NOT_A_PROMISE = rx(
+    r"^(add|adds|added|adding|update[sd]?|updating|fix(es|ed)?|use[sd]?|run|ran|running|write"
+    r"|wrote|extend\w*|improv\w*|polish\w*|include[sd]?|document\w*)\b[^.]{0,50}"
+    r"\b(tests?|unit[- ]?tests?|test (suites?|cases?)|docs?|documentation|readme|docstrings?"
+    r"|comments?|typos?|(example|sample) (yaml|scripts?|files?|configs?)|mathematical formulations?"
+    r"|formulas?|benchmarks? scripts?)\b",
+    r"^(rename|renames|renamed|renaming|polish|polishes|clean(s|ed)? up|cleanup|tidy|reorgani[sz]e"
+    r"|delete[sd]?|extract and split|move[sd]? (files?|code))\b",
+    r"^(remove[sd]?|drop(s|ped)?) (the |an? )?(unused|dead|old|deprecated|legacy)?\s*`?\w+`?$",
+    r"^(and |also |the |all )?(existing |new |unit |e2e )?(tests?|ci)\b[^.]{0,40}\b(pass|passed"
+    r"|green|run)\b",
+    r"^(run|ran|running) (the )?(existing|all|relevant)\b",
+    r"\b(show|shows|showing|demonstrat\w*) (that|how)\b[^.]*\b(tests?|example)\b",
+    r"^(for example|e\.g\.|example:|as per title|see (the )?(above|below|issue)|if not\b)",
+)
+COMMAND_LINE = re.compile(
+    r"^`?([A-Z][A-Z0-9_]+=\S+\s+)*(python3?|vllm (serve|bench)|bash|torchrun|pytest|lm_eval|sh"
+    r"|pip|uv|docker|srun|export|cd)\b"
+)
+# Section headings whose prose reports how the PR was tested: results, not promises.
+TEST_SECTIONS = re.compile(
+    r"^(test(s|ing)?( plan| results?| commands?| script)?|how (was|is) this tested\??"
+    r"|validation|accuracy( tests?)?|evaluation|eval|unit tests?)$",
+    re.I,
+)
+# Title tags that name the kind of change ([Perf], perf:): the title promises that category.
+TITLE_TAGS: dict[PromiseCategory, re.Pattern[str]] = {
+    PromiseCategory.time: rx(r"\[\s*perf(ormance)?\s*\]", r"^\s*(\[[^\]]*\]\s*)*perf(\([^)]*\))?:"),
+}
+FEATURE_VERB = re.compile(
+    r"^(this pr\s+)?(add|adds|added|support|supports|introduc\w+|implement\w*|integrat\w+|enabl\w+"
+    r"|provid\w+|fix|fixes|fixed|make|makes|allow\w*|use|uses|mov(e|es|ed)|mark\w*|refactor\w*"
+    r"|unif\w+|chang\w+|updat\w+|replac\w+|remov\w+|expos\w+|log|logs|deprecat\w+|register\w*"
+    r"|extend\w*|disabl\w+|emit\w*|accept\w*|return\w*|handl\w+|switch\w*|avoid\w*|skip\w*"
+    r"|resolv\w+|prevent\w*|ensur\w+)\b",
+    re.I,
+)
+# A list item that names a component and what it does ("`name`: does x", "A new X that ...").
+LISTED_COMPONENT = re.compile(
+    r"^(`?[\w.]+`?\s*(\(\))?\s*:\s+\w|(a|an|new)\s+(new\s+|customi[sz]ed\s+|custom\s+)?`?\w)", re.I
+)
+ERROR_CLAIM = re.compile(
+    r"\b(raises?|throws?|triggers?) (an? |the )?(\w+ )?(error|exception)\b|\bTypeError\b"
+    r"|(?<!-)\b(error|crash\w*|mismatch)\b[^.]{0,30}\b(when|if|with|regarding)\b",
+    re.I,
+)
+NAMED_INTERFACE = re.compile(
+    r"^`?[A-Za-z_][\w.]*`?\s+(contextmanager|decorator|function|class|method|option|flag)\b"
+    r"|^configurable (via|with|through)\b",
+    re.I,
+)
+DOCS_ONLY_TITLE = re.compile(
+    r"\[(doc|docs|ci)\]|^\s*(doc|docs|ci)\s*:|\breadme\b|\bdocumentation\b|\btypos?\b", re.I
+)
+QUANTITY = rx(
+    r"(?:up to\s+)?\d+(?:\.\d+)?\s*"
+    r"(?:[x\u00d7](?![a-z])|%|percent\b|[GMK]i?B\b|ms\b|seconds?\b|times\b)",
+    r"\ban order of magnitude\b|\bconstant amount\b",
+)
