@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
+
+from sqlalchemy import Integer, cast, func
+from sqlalchemy import select as sql_select
 from sqlmodel import Session, col, select
 
 from task_registry.errors import AlreadyExists, NotFound
@@ -14,8 +18,12 @@ from task_registry.models import (
     ScoreCreate,
     Submission,
     SubmissionCreate,
+    Task,
 )
 from task_registry.types import SubmissionStatus, utcnow
+
+SCORE_COLUMNS = ("n_collected", "n_passed", "n_golden_passed", "passed_fraction")
+SCORE_FLAGS = ("resolved_count", "resolved_set", "fault")
 
 
 def register_model(*, session: Session, model_in: ModelCreate) -> Model:
@@ -109,3 +117,42 @@ def record_score(*, session: Session, score_in: ScoreCreate) -> Score:
 def list_scores(*, session: Session, submission_id: int) -> list[Score]:
     query = select(Score).where(Score.submission_id == submission_id).order_by(col(Score.suite))
     return list(session.exec(query))
+
+
+def scores_version(*, session: Session) -> str:
+    """A digest that changes whenever what a leaderboard reads changes: a score stored or
+    regraded, a submission's status, an agent's model, a model, a task's merge time or areas.
+
+    It is a few aggregates (counts, largest ids and times, sums of the score columns), one
+    small query per table, so a page can keep what it computed from the scores until they
+    change, in every process that serves it.
+    """
+    score, flag = Score.__table__.c, Integer  # type: ignore[attr-defined]
+    submission = Submission.__table__.c  # type: ignore[attr-defined]
+    agent, model, task = (t.__table__.c for t in (Agent, Model, Task))  # type: ignore[union-attr]
+    queries = (
+        sql_select(
+            func.count(score.id),
+            func.max(score.id),
+            *(func.sum(score[name]) for name in SCORE_COLUMNS),
+            *(func.sum(cast(score[name], flag)) for name in SCORE_FLAGS),
+        ),
+        sql_select(
+            submission.status,
+            func.count(submission.id),
+            func.max(submission.id),
+            func.max(submission.graded_at),
+        )
+        .group_by(submission.status)
+        .order_by(submission.status),
+        sql_select(
+            func.count(agent.id),
+            func.max(agent.id),
+            func.sum(agent.model_id),
+            func.sum(cast(agent.builtin, flag)),
+        ),
+        sql_select(func.count(model.id), func.max(model.id)),
+        sql_select(func.count(task.id), func.max(task.updated_at)),
+    )
+    parts = [session.execute(query).all() for query in queries]
+    return hashlib.sha256(repr(parts).encode()).hexdigest()

@@ -1,6 +1,7 @@
 """The leaderboard on the web: ``GET /leaderboard`` (the table and the plot, server-rendered)
-and ``GET /api/leaderboard`` (the same data as JSON). Both read ``bot.evaluate.leaderboard``; the
-plot is an inline SVG drawn on the server, so the page needs no JavaScript."""
+and ``GET /api/leaderboard`` (the same data as JSON). Both read ``bot.evaluate.leaderboard``
+through one :class:`~bot.evaluate.board_cache.BoardCache`, recomputed only when the stored
+scores change; the plot is an inline SVG drawn on the server, so the page needs no JavaScript."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
-from bot.evaluate.leaderboard import Leaderboard, RateOut, build_leaderboard
-from bot.evaluate.plots import inline_svg, leaderboard_svg
+from bot.evaluate.board_cache import BoardCache
+from bot.evaluate.leaderboard import Leaderboard, RateOut
 from bot.service.deps import Db
 from bot.service.pages import TEMPLATES
 from task_registry.scoring import Window
@@ -29,19 +30,20 @@ def format_rate(rate: RateOut) -> str:
 
 def make_leaderboard_router() -> APIRouter:
     router = APIRouter()
+    cache = BoardCache()
 
     @router.get("/api/leaderboard", response_model=Leaderboard, tags=["api"])
     def leaderboard_json(
         db: Db, window: WindowQuery = Window.month, margin_days: MarginQuery = 0
     ) -> Leaderboard:
-        return build_leaderboard(session=db, window=window, margin_days=margin_days)
+        return cache.view(session=db, window=window, margin_days=margin_days).board
 
     @router.get("/leaderboard", response_class=HTMLResponse, include_in_schema=False)
     def leaderboard_page(
         request: Request, db: Db, window: WindowQuery = Window.month, margin_days: MarginQuery = 0
     ) -> HTMLResponse:
-        board = build_leaderboard(session=db, window=window, margin_days=margin_days)
-        context = {"board": board, "svg": inline_svg(leaderboard_svg(board)), "rate": format_rate}
+        view = cache.view(session=db, window=window, margin_days=margin_days)
+        context = {"board": view.board, "svg": view.svg, "rate": format_rate}
         return TEMPLATES.TemplateResponse(request, "leaderboard.html", context)
 
     return router

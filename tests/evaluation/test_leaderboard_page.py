@@ -11,14 +11,20 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy.engine import Engine
+from sqlmodel import select
 
 from bot.context import AppContext
+from bot.evaluate.board_cache import BoardCache, BoardView
 from bot.evaluate.leaderboard import Leaderboard, RateOut
 from bot.service.leaderboard_page import format_rate, make_leaderboard_router
 from bot.settings import Settings
 from task_registry.db import session_scope
+from task_registry.evaluation import record_score
+from task_registry.models import Submission
+from task_registry.scoring import Window
+from task_registry.types import ScoreSuite
 from tests.browser_support import CHROMIUM, PNG_MAGIC, SCREEN_WIDTH, DevTools, serve
-from tests.leaderboard_support import BOTH, FAULT, NONE, day, scored
+from tests.leaderboard_support import BOTH, FAULT, NONE, day, score_in, scored
 
 
 @pytest.fixture
@@ -92,3 +98,43 @@ def test_headless_chromium_draws_every_cell_on_one_line(client: TestClient, tmp_
     assert width <= SCREEN_WIDTH and svg == 1
     shot = (tmp_path / "leaderboard.png").read_bytes()
     assert shot[:8] == PNG_MAGIC and len(shot) > 20_000  # a drawn page, not a blank one
+
+
+def test_the_board_is_computed_once_per_version_of_the_stored_scores(engine: Engine) -> None:
+    """The page keeps its board and plot while the scores stay as they are (issue 16: the page
+    took 1.3 s at p50 with 4 clients) and shows a regrade, stored by another process's session,
+    on the next request, on SQLite and PostgreSQL."""
+    with session_scope(engine) as session:
+        scored(session, "alpha", [(1, day(1), BOTH, BOTH), (2, day(2), BOTH, BOTH)])
+    cache = BoardCache()
+
+    def alpha_resolved() -> tuple[BoardView, float]:
+        with session_scope(engine) as session:
+            view = cache.view(session=session, window=Window.month, margin_days=0)
+        alpha = next(r for r in view.board.runs if r.run == "alpha")
+        return view, alpha.with_probes.resolved_set.value
+
+    first, before = alpha_resolved()
+    again, _ = alpha_resolved()
+    with session_scope(engine) as session:  # a regrade replaces one score in place
+        submission = session.exec(select(Submission)).first()
+        assert submission is not None and submission.id is not None
+        record_score(
+            session=session, score_in=score_in(submission.id, ScoreSuite.with_probes, NONE)
+        )
+    regraded, after = alpha_resolved()
+
+    assert again is first
+    assert regraded is not first and regraded.version != first.version
+    assert (before, after) == (100.0, 50.0)
+    assert "<svg" in regraded.svg
+
+
+def test_the_cache_keeps_a_bounded_number_of_views(sqlite_engine: Engine) -> None:
+    cache = BoardCache(max_views=2)
+    with session_scope(sqlite_engine) as session:
+        views = [
+            cache.view(session=session, window=Window.month, margin_days=margin)
+            for margin in (0, 1, 2, 0)
+        ]
+    assert views[3] is not views[0]  # margin 0 was the least recently shown when 2 came
