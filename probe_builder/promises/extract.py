@@ -23,6 +23,7 @@ from probe_builder.material.description import (
     description_sentences,
 )
 from probe_builder.promises.phrases import (
+    BEHAVIOUR_CLAIM,
     COMMAND_LINE,
     CUES,
     DOCS_ONLY_TITLE,
@@ -66,8 +67,13 @@ _STOP = frozenset(
 def _is_promise_candidate(sentence: Sentence) -> bool:
     """Sentences about tests, docs or housekeeping, commands and test reports promise nothing."""
     text = sentence.text
+    # A heading names what follows ("New components", "Fix"); the sentences under it promise.
+    heading = sentence.origin is Origin.body and (
+        len(text.split()) < 2 or text.lower() == sentence.section
+    )
     return not (
-        TEST_SECTIONS.match(sentence.section)
+        heading
+        or TEST_SECTIONS.match(sentence.section)
         or NOT_A_PROMISE.search(text)
         or COMMAND_LINE.match(text)
     )
@@ -99,6 +105,7 @@ def _claims_behaviour(sentence: Sentence) -> bool:
     text = sentence.text
     return bool(
         FEATURE_VERB.search(text)
+        or BEHAVIOUR_CLAIM.search(text)
         or ERROR_CLAIM.search(text)
         or NAMED_INTERFACE.search(text)
         or (sentence.listed and LISTED_COMPONENT.search(text))

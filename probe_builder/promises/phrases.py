@@ -140,6 +140,7 @@ NOT_A_PROMISE = rx(
     r"|green|run)\b",
     r"^(run|ran|running) (the )?(existing|all|relevant)\b",
     r"\b(show|shows|showing|demonstrat\w*) (that|how)\b[^.]*\b(tests?|example)\b",
+    r"^(add|adds|added|adding)\b[^.]{0,40}\bexamples? (to|that|for) (demonstrat|show|illustrat)\w*",
     r"^(for example|e\.g\.|example:|as per title|see (the )?(above|below|issue)|if not\b)",
 )
 COMMAND_LINE = re.compile(
@@ -167,6 +168,13 @@ FEATURE_VERB = re.compile(
 # A list item that names a component and what it does ("`name`: does x", "A new X that ...").
 LISTED_COMPONENT = re.compile(
     r"^(`?[\w.]+`?\s*(\(\))?\s*:\s+\w|(a|an|new)\s+(new\s+|customi[sz]ed\s+|custom\s+)?`?\w)", re.I
+)
+# Claims without a leading verb: a new option, a default, what now works.
+BEHAVIOUR_CLAIM = rx(
+    r"^(a |an )?new\b",
+    r"^by default\b",
+    r"\b(now )?works (with|on|under|for|in)\b",
+    r"\bmaintains? (full )?backward[- ]compatib\w*",
 )
 ERROR_CLAIM = re.compile(
     r"\b(raises?|throws?|triggers?) (an? |the )?(\w+ )?(error|exception)\b|\bTypeError\b"

@@ -200,6 +200,8 @@ def test_a_perf_tag_is_a_time_promise_only_when_no_resource_is_named():
         "Rename internal helpers for clarity.",
         "Updated documentation with examples of the new option.",
         "VLLM_USE_V1=1 python bench.py --model m --speedup",
+        "Add a small example to demonstrate the new loop.",
+        "Fix",
     ],
 )
 def test_sentences_about_tests_docs_renames_and_commands_are_not_promises(sentence):
@@ -236,3 +238,15 @@ def test_each_bullet_of_a_bold_headed_section_is_a_promise():
     sentences = description_sentences("x", body)
     assert [(s.section, s.listed) for s in sentences[2:]] == [("new components", True)] * 2
     assert [p.category for p in extract_promises("x", body)[1:]] == [PromiseCategory.functional] * 2
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "A new `--workers` arg sets how many servers run.",
+        "By default, the budget is None.",
+        "It now works with multi-node setups.",
+    ],
+)
+def test_claims_without_a_leading_verb_are_functional_promises(sentence):
+    assert [p.category for p in extract_promises("x", sentence)[1:]] == [PromiseCategory.functional]
