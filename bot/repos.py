@@ -9,7 +9,9 @@ and how each task's environment is built on this runner, with the runner's own p
 watch file's ``[runner]`` table); where its history is (:func:`mirror_of`: the
 watch file's local clone, else a mirror the service clones and fetches itself); and
 where a task is validated (:func:`validation_backend`: this host, or a GPU pool of
-self-hosted runners when the task's tests need GPUs this host lacks).
+self-hosted runners when the task's tests need GPUs this host lacks); and where runs
+keep their folders (:data:`RUN_ROOTS`), whose leftovers a killed process's successor
+removes (:func:`reap_left_runs`).
 """
 
 from __future__ import annotations
@@ -27,7 +29,11 @@ if TYPE_CHECKING:
     from pr_miner.config import MiningConfig
     from probe_builder.pipeline import RepoSettings
     from runners.env import RunnerOverrides
+    from runners.run_registry import RunRecord
     from runners.types import Backend, Hardware
+
+TEST_RUNS, AGENT_RUNS = "runs", "agent-runs"  # under the home: the folders of runs
+RUN_ROOTS = (TEST_RUNS, AGENT_RUNS)
 
 
 def mining_config(watched: WatchedRepo | None) -> MiningConfig:
@@ -122,7 +128,7 @@ def validation_backend(
     from runners.backends.local import LocalBackend
     from runners.backends.placement import fits, place
 
-    local = LocalBackend(workspace_root=settings.home / "runs", cpu_slots=cpu_slots)
+    local = LocalBackend(workspace_root=settings.home / TEST_RUNS, cpu_slots=cpu_slots)
     if fits(local.capacity(), hardware) or not watch.runner.pools:
         return local
     pools = [actions_backend(pool, settings, repo) for pool in watch.runner.pools]
@@ -145,3 +151,12 @@ def actions_backend(pool: GpuPool, settings: Settings, repo: str) -> Backend:
         name=pool.name,
     )
     return GitHubActionsBackend(make_client(config), actions, repository_of=lambda _: repo)
+
+
+def reap_left_runs(settings: Settings) -> list[RunRecord]:
+    """Stop the runs a killed process left on this host (its tests keep running in their
+    own process groups) and remove their folders: a worker or a grading run does this as
+    it starts and before each job, so a reclaimed job never shares the host with them."""
+    from runners.run_registry import reap
+
+    return [record for name in RUN_ROOTS for record in reap(settings.home / name)]

@@ -35,6 +35,7 @@ from types import FrameType
 from filelock import FileLock
 
 from probewatch.errors import RunnerError
+from runners.run_registry import recorded
 
 # Variables that would point git at another repository than the one we name.
 _GIT_LOCATION_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR")
@@ -107,9 +108,12 @@ def workspace(
         try:
             tmp = Path(tempfile.mkdtemp(prefix="pw-", dir=_short_tmp_root()))
             ws = Workspace(tree=folder / "tree", scratch=folder / "scratch", commit=sha, tmp=tmp)
-            ws.scratch.mkdir()
-            _MATERIALISE[mode](repo, sha, ws.tree)
-            yield ws
+            # Recorded while it lives: a process that starts after this one was killed
+            # stops the run's tests and removes its folders (runners.run_registry.reap).
+            with recorded(root, (folder, tmp), repo if mode is WorkspaceMode.worktree else None):
+                ws.scratch.mkdir()
+                _MATERIALISE[mode](repo, sha, ws.tree)
+                yield ws
         finally:
             if tmp is not None:
                 force_rmtree(tmp)

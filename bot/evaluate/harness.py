@@ -41,7 +41,7 @@ from bot.evaluate.types import (
     Stage,
     TaskResult,
 )
-from bot.repos import run_settings
+from bot.repos import AGENT_RUNS, TEST_RUNS, reap_left_runs, run_settings
 from bot.settings import Settings
 from bot.watchfile import WatchFile
 from runners.types import Backend
@@ -209,15 +209,17 @@ def repo_resolver(watch: WatchFile, settings: Settings, git: Path | None = None)
 def local_harness(
     *, engine: Engine, settings: Settings, watch: WatchFile, git: Path | None = None
 ) -> Harness:
-    """A harness on this host: runs under ``home/runs``, agent trees under ``home/agent-runs``."""
+    """A harness on this host: runs under ``home/runs``, agent trees under ``home/agent-runs``;
+    what a killed grading run left there is stopped and removed first."""
     from runners.backends.local import LocalBackend
 
+    reap_left_runs(settings)
     home = settings.home
     return Harness(
         engine=engine,
-        backend=LocalBackend(workspace_root=home / "runs"),
+        backend=LocalBackend(workspace_root=home / TEST_RUNS),
         repos=repo_resolver(watch, settings, git),
-        agent_root=home / "agent-runs",
+        agent_root=home / AGENT_RUNS,
     )
 
 

@@ -3,7 +3,9 @@
 A claim holds the job for ``worker_lease_s``; a background thread renews the
 lease while the handler runs. A worker that dies (kill -9) stops renewing, the
 lease expires and another worker claims the job again; handlers are written to
-be re-run (posting finds what a dead worker may already have written). A
+be re-run (posting finds what a dead worker may already have written), and before
+running a job a worker stops the runs that a dead one left on this host and removes
+their folders (:func:`bot.repos.reap_left_runs`). A
 handler's exception fails the job, which is retried with a backoff until its
 attempts run out; a lease lost to another worker drops this worker's result.
 """
@@ -23,6 +25,7 @@ from typing import Any
 from sqlmodel import Session
 
 from bot.context import AppContext
+from bot.repos import reap_left_runs
 from bot.service.github.client import GitHubClients
 from bot.service.jobs.handlers import HandlerRegistry, JobContext, JobRejected, default_handlers
 from task_registry.db import session_scope
@@ -84,7 +87,19 @@ class Worker:
             )
         if job is None:
             return None
+        self._reap()
         return self._run(job)
+
+    def _reap(self) -> None:
+        """Stop what a killed worker left running on this host (its tests outlive it in their
+        own process groups) and remove its run folders, before this job may redo its work."""
+        try:
+            reaped = reap_left_runs(self.settings)
+        except OSError as exc:  # a folder that cannot be removed must not stop the queue
+            log.warning("worker %s: cleaning up left runs failed: %s", self.name, exc)
+            return
+        for record in reaped:
+            log.info("stopped a run left by pid %s: %s", record.owner.pid, record.folders[0])
 
     def _run(self, job: Job) -> Ran:
         assert job.id is not None
@@ -160,6 +175,7 @@ class Worker:
         return ran
 
     def run_forever(self) -> None:
+        self._reap()  # on start: what a killed predecessor left, before any job is claimed
         while not self._stop.is_set():
             try:
                 outcome = self.run_once()
