@@ -16,15 +16,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from sqlmodel import Session
 
-from bot.repos import mining_config, mirror_of, validation_backend
+from bot.repos import TEST_RUNS, mining_config, mirror_of, validation_backend
 from bot.settings import Settings
 from bot.watchfile import WatchedRepo, WatchFile
 from task_registry.candidates import find_candidate
-from task_registry.models import CandidatePR
+from task_registry.models import CandidatePR, Task
 from task_registry.repos import find_repo, get_cursor
 from task_registry.swebench import instance_id_for
 from task_registry.tasks import find_task
@@ -102,6 +103,24 @@ def _has_cursor(engine: Engine, repo: str) -> bool:
         return get_cursor(session=session, repo_id=row.id, source=CursorSource.github) is not None
 
 
+class TaskStep(StrEnum):
+    """What an accepted candidate's task still needs, judged by its stored outcome."""
+
+    build = "build"  # no task, or one whose build never finished (still a candidate)
+    validate = "validate"  # built, and its validation did not finish (or waits for a runner)
+    done = "done"  # validated, published or retired: nothing left to do
+
+
+def next_step(task: Task | None) -> TaskStep:
+    """The step a job redoes after a crash: decided by the task's outcome, never by the mere
+    existence of its row (a worker killed mid-validation leaves a task that is only built)."""
+    if task is None or task.status == TaskStatus.candidate:
+        return TaskStep.build
+    if task.status == TaskStatus.built:
+        return TaskStep.validate
+    return TaskStep.done
+
+
 def ensure_task(
     *,
     engine: Engine,
@@ -111,14 +130,15 @@ def ensure_task(
     settings: Settings,
     repo_settings: RepoSettings,
 ) -> str:
-    """Build and validate the task of an accepted candidate, unless a validated one exists;
-    say what happened.
+    """Build and validate the task of an accepted candidate, as far as its stored outcome
+    says it still needs (:func:`next_step`); say what happened.
 
     A task left built (a worker killed during its validation, or one that waited for a GPU
-    runner) is validated again: a report never stands on an unvalidated task. The mirror
-    is made or fetched first when the merge commit is not in it yet. Probes come later (a
-    curator or an author adds them); this validation already runs the adversarial patches
-    against the PR's own tests, and the survivors are the report's evidence.
+    runner) is validated again, and one whose build never finished is built again: a report
+    never stands on an unvalidated task. The mirror is made or fetched first when the merge
+    commit is not in it yet. Probes come later (a curator or an author adds them); this
+    validation already runs the adversarial patches against the PR's own tests, and the
+    survivors are the report's evidence.
     """
     from probe_builder.pipeline import build_task, validate_task
     from runners.mirrors import ensure_commit
@@ -128,7 +148,8 @@ def ensure_task(
     instance = instance_id_for(watched.name, number)
     with session_scope(engine) as session:
         task = find_task(session=session, instance_id=instance)
-        if task is not None and task.status != TaskStatus.built:
+        step = next_step(task)
+        if task is not None and step is TaskStep.done:
             return f"task exists ({task.status})"
         candidate = _candidate(session, watched.name, number)
     if candidate is None or candidate.decision != Decision.accepted:
@@ -137,8 +158,7 @@ def ensure_task(
     mirror = mirror_of(watched, settings)
     if candidate.merge_sha:
         ensure_commit(mirror, candidate.merge_sha)
-    root = settings.home / "runs"
-    if task is None:
+    if step is TaskStep.build:
         build_task(engine=engine, instance_id=instance, mirror=mirror, settings=repo_settings)
     with session_scope(engine) as session:
         built = find_task(session=session, instance_id=instance)
@@ -151,9 +171,9 @@ def ensure_task(
         mirror=mirror,
         settings=repo_settings,
         backend=backend,
-        workspace_root=root,
+        workspace_root=settings.home / TEST_RUNS,
     )
-    return "built and validated" if task is None else "validated"
+    return "built and validated" if step is TaskStep.build else "validated"
 
 
 def _candidate(session: Session, repo: str, number: int) -> CandidatePR | None:

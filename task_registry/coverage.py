@@ -16,7 +16,14 @@ from collections.abc import Callable, Mapping
 from pydantic import BaseModel, ConfigDict, Field
 
 from task_registry.models import Task
-from task_registry.types import Control, PatchSource, ProbeStatus, PromiseCategory, PromiseVerdict
+from task_registry.types import (
+    Control,
+    PatchSource,
+    ProbeStatus,
+    PromiseCategory,
+    PromiseVerdict,
+    TaskStatus,
+)
 
 
 class ControlRef(BaseModel):
@@ -180,3 +187,18 @@ class CoverageTable(BaseModel):
 def stored_coverage(task: Task) -> CoverageTable:
     """The table stored on ``task``; a task not built yet has an empty one."""
     return CoverageTable.model_validate(task.coverage or {"instance_id": task.instance_id})
+
+
+# A task in one of these states went through a validation that ran to its end.
+VALIDATED_STATUSES = frozenset({TaskStatus.validated, TaskStatus.published})
+
+
+def validation_finished(task: Task) -> bool:
+    """Whether the task's validation ran to its end: it is validated (or published), or it is
+    built and its table says which tests wait for a runner that can run them (nothing could
+    run here). A task that is only built, whose validation was cut short (a worker killed
+    mid-way) or never started, has no evidence yet: no report may stand on it."""
+    status = TaskStatus(task.status)
+    if status in VALIDATED_STATUSES:
+        return True
+    return status is TaskStatus.built and bool(stored_coverage(task).waiting)

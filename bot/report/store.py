@@ -1,8 +1,9 @@
 """A PR's report from the registry and back: read its task's stored table, store the body.
 
 ``load_report_input`` reads the coverage table stored on the PR's task (never deriving it
-again) with the patch text of the adversarials it names; ``store_report`` renders it and
-keeps the result on the PR's one report row, which posting later reads.
+again) with the patch text of the adversarials it names, and refuses a task whose validation
+did not finish; ``store_report`` renders it and keeps the result on the PR's one report row,
+which posting later reads.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from sqlmodel import Session
 
 from bot.report.evidence import run_context
 from bot.report.render import RenderedReport, ReportInput, full_report_url, render_report
-from task_registry.coverage import stored_coverage
+from probewatch.errors import ServiceError
+from task_registry.coverage import stored_coverage, validation_finished
 from task_registry.models import Task
 from task_registry.reports import get_or_create_report, save_report
 from task_registry.swebench import instance_id_for
@@ -21,10 +23,22 @@ from task_registry.tasks import find_task, list_adversarials, list_validation_ru
 from task_registry.types import ReportStatus
 
 
+class NotValidated(ServiceError):
+    """The task's validation did not finish: a report on it would claim checks never run."""
+
+
 def report_input(session: Session, task: Task) -> ReportInput:
     """The report's input for a stored task: its coverage table, the survivors' patches, the
-    golden patch they are read against, and how its validation ran."""
+    golden patch they are read against, and how its validation ran.
+
+    Refused (:class:`NotValidated`) for a task whose validation did not finish: its table
+    judges no patch, so a report would say the tests check nothing and show no gap."""
     assert task.id is not None
+    if not validation_finished(task):
+        raise NotValidated(
+            f"task {task.instance_id} is {task.status} but its validation did not finish: "
+            f"validate it first (`probewatch validate {task.instance_id}`)"
+        )
     table = stored_coverage(task)
     named = {a.id for a in table.adversarials}
     patches = {

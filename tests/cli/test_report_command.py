@@ -14,6 +14,7 @@ from bot.report.render import full_report_url, render_report
 from bot.report.store import load_report_input
 from task_registry.db import session_scope
 from task_registry.models import PRReport
+from task_registry.types import TaskStatus
 from tests.bot_support import db_url
 from tests.factories import make_task
 
@@ -29,7 +30,7 @@ def test_the_report_is_the_body_the_bot_would_post_and_nothing_is_stored(
     sqlite_engine: Engine, tmp_path: Path
 ) -> None:
     with session_scope(sqlite_engine) as session:
-        make_task(session, 7)
+        make_task(session, 7, status=TaskStatus.validated)
     shown = probewatch(sqlite_engine, tmp_path, "report", f"{REPO}#7")
 
     assert shown.exit_code == 0, shown.output
@@ -46,7 +47,7 @@ def test_the_json_carries_the_body_its_summary_and_what_waits(
     sqlite_engine: Engine, tmp_path: Path
 ) -> None:
     with session_scope(sqlite_engine) as session:
-        make_task(session, 8)
+        make_task(session, 8, status=TaskStatus.validated)
     shown = probewatch(sqlite_engine, tmp_path, "report", f"{REPO}#8", "--json")
 
     document = json.loads(shown.stdout)

@@ -15,6 +15,7 @@ from bot.report.store import load_report_input, report_input
 from task_registry.coverage import stored_coverage
 from task_registry.db import session_scope
 from task_registry.models import Task
+from task_registry.types import TaskStatus
 from tests.bot_support import NUMBER, REPO, db_url, make_bot
 from tests.factories import make_task
 from tests.github_emulator import GitHubEmulator
@@ -27,7 +28,7 @@ def test_a_survivor_rejected_by_a_promises_probe_is_evidence_for_that_promise(
     mentions a version), so the traffic promise its probe defends showed no evidence and the
     report said every promise was checked."""
     with session_scope(sqlite_engine) as session:
-        task = make_task(session, 41, adversarial_category="state")  # the guess
+        task = make_task(session, 41, status=TaskStatus.validated, adversarial_category="state")
         report = report_input(session, task)
     table = report.table
     traffic = next(row for row in table.promises if row.category == "resource.traffic")
