@@ -551,6 +551,22 @@ class PRReport(SQLModel, table=True):
     updated_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
 
 
+class EntryFeedback(SQLModel, table=True):
+    """A maintainer's word on one entry of a report: was the surviving patch worth their time?
+    One vote per maintainer and patch; a later vote replaces the earlier one."""
+
+    __tablename__ = "entry_feedback"
+    __table_args__ = (UniqueConstraint("repo", "pull_number", "adversarial_id", "author"),)
+    id: int | None = Field(default=None, primary_key=True)
+    repo: str = Field(max_length=200, index=True)
+    pull_number: int
+    adversarial_id: int
+    operator: str = Field(max_length=64)
+    useful: bool
+    author: str = Field(max_length=100)
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime, index=True)
+
+
 class AppInstallation(SQLModel, table=True):
     __tablename__ = "app_installation"
     id: int | None = Field(default=None, primary_key=True)

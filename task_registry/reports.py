@@ -15,7 +15,7 @@ from sqlalchemy import func, or_, update
 from sqlmodel import Session, col, select
 
 from task_registry.errors import NotFound
-from task_registry.models import AppInstallation, PRReport
+from task_registry.models import AppInstallation, EntryFeedback, PRReport
 from task_registry.types import ReportStatus, utcnow
 
 
@@ -155,3 +155,61 @@ def installation_for(*, session: Session, repo: str) -> AppInstallation | None:
         if row.covers(repo):
             return row
     return None
+
+
+# --- maintainers' feedback on report entries ---------------------------------------------
+
+
+def record_feedback(
+    *,
+    session: Session,
+    repo: str,
+    pull_number: int,
+    adversarial_id: int,
+    operator: str,
+    useful: bool,
+    author: str,
+) -> EntryFeedback:
+    """Store a maintainer's vote on one entry; their earlier vote on it is replaced."""
+    query = select(EntryFeedback).where(
+        EntryFeedback.repo == repo,
+        EntryFeedback.pull_number == pull_number,
+        EntryFeedback.adversarial_id == adversarial_id,
+        EntryFeedback.author == author,
+    )
+    row = session.exec(query).first() or EntryFeedback(
+        repo=repo,
+        pull_number=pull_number,
+        adversarial_id=adversarial_id,
+        operator=operator,
+        useful=useful,
+        author=author,
+    )
+    row.useful, row.created_at = useful, utcnow()
+    session.add(row)
+    session.flush()
+    return row
+
+
+def votes_by_operator(*, session: Session, repo: str) -> dict[str, tuple[int, int]]:
+    """Per mutation operator, the repository's (useful, not useful) vote counts."""
+    query = (
+        select(EntryFeedback.operator, EntryFeedback.useful, func.count())
+        .where(EntryFeedback.repo == repo)
+        .group_by(col(EntryFeedback.operator), col(EntryFeedback.useful))
+    )
+    found: dict[str, tuple[int, int]] = {}
+    for operator, useful, count in session.exec(query).all():
+        yes, no = found.get(operator, (0, 0))
+        found[operator] = (yes + count, no) if useful else (yes, no + count)
+    return found
+
+
+def feedback_by_month(*, session: Session) -> list[tuple[str, int, int]]:
+    """Per calendar month (``YYYY-MM``), the (useful, not useful) votes of every repository."""
+    rows = session.exec(select(EntryFeedback.created_at, EntryFeedback.useful)).all()
+    months: dict[str, list[int]] = {}
+    for created, useful in rows:
+        counts = months.setdefault(created.strftime("%Y-%m"), [0, 0])
+        counts[0 if useful else 1] += 1
+    return [(month, yes, no) for month, (yes, no) in sorted(months.items())]

@@ -151,6 +151,7 @@ def comment_event(
     comment_id: int = 9001,
     number: int = NUMBER,
     on_pull: bool = True,
+    login: str = "maintainer",
 ) -> dict[str, Any]:
     issue: dict[str, Any] = {"number": number}
     if on_pull:
@@ -162,7 +163,7 @@ def comment_event(
             "id": comment_id,
             "body": body,
             "author_association": association,
-            "user": {"login": "maintainer"},
+            "user": {"login": login},
         },
         "repository": {"full_name": REPO},
     }

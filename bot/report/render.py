@@ -44,6 +44,9 @@ from task_registry.coverage import CoverageTable, PromiseCoverage
 from task_registry.types import PromiseVerdict
 
 REPORT_MARKER = "<!-- probewatch:report v1 -->"
+# The patches the comment shows, in order: `/probewatch useful N` names the N-th.
+ENTRIES_MARKER = "<!-- probewatch:entries {ids} -->"
+_ENTRIES = re.compile(r"<!-- probewatch:entries ([\w ]*) -->")
 GITHUB_BODY_LIMIT = 65_536
 # Headroom under GitHub's limit: it counts characters after its own normalisation.
 BODY_BUDGET = GITHUB_BODY_LIMIT - 1_536
@@ -199,6 +202,7 @@ def _render(
         .get_template("report.md.j2")
         .render(
             marker=REPORT_MARKER,
+            entries_marker=ENTRIES_MARKER.format(ids=" ".join(e.gap.patch.id for e in shown)),
             report=report,
             table=table,
             headline=report_headline,
@@ -217,6 +221,12 @@ def _render(
             promise_list=lambda ps: promise_list(numbers, ps),
         )
     )
+
+
+def entry_ids(body: str) -> list[str]:
+    """The ids of the patches a stored comment shows, in its entries' order."""
+    found = _ENTRIES.search(body)
+    return found.group(1).split() if found else []
 
 
 def _waits(table: CoverageTable) -> bool:

@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from sqlmodel import Session
 
 from bot.report.evidence import run_context
+from bot.report.ranking import Votes
 from bot.report.render import RenderedReport, ReportInput, full_report_url, render_report
 from probewatch.errors import ServiceError
 from task_registry.coverage import stored_coverage, validation_finished
 from task_registry.models import Task
-from task_registry.reports import get_or_create_report, save_report
+from task_registry.reports import get_or_create_report, save_report, votes_by_operator
 from task_registry.swebench import instance_id_for
 from task_registry.tasks import find_task, list_adversarials, list_validation_runs
 from task_registry.types import ReportStatus
@@ -55,7 +56,14 @@ def report_input(session: Session, task: Task) -> ReportInput:
         patches=patches,
         golden_patch=task.patch,
         context=run_context(table, list_validation_runs(session=session, task_id=task.id)),
+        feedback=repository_feedback(session, task.repo),
     )
+
+
+def repository_feedback(session: Session, repo: str) -> dict[str, Votes]:
+    """The repository's votes on report entries, per mutation operator: they rank its reports."""
+    found = votes_by_operator(session=session, repo=repo)
+    return {operator: Votes(useful, not_useful) for operator, (useful, not_useful) in found.items()}
 
 
 def load_report_input(*, session: Session, repo: str, number: int) -> ReportInput | None:

@@ -32,7 +32,7 @@ from bot.service.recent_prs import (
 from bot.service.validation_matrix import build_matrix
 from task_registry.coverage import stored_coverage
 from task_registry.models import CandidatePR, PRReport, Repo, Task, TestResult, ValidationRun
-from task_registry.reports import get_report
+from task_registry.reports import feedback_by_month, get_report
 from task_registry.swebench import instance_id_for
 from task_registry.tasks import find_task, get_task, list_validation_runs
 from task_registry.types import Decision, FilterVerdict, ReportStatus
@@ -123,7 +123,11 @@ def make_dashboard_router() -> APIRouter:
     @router.get("/reports", response_class=HTMLResponse)
     def reports(request: Request, db: Db) -> HTMLResponse:
         query = select(PRReport).order_by(col(PRReport.updated_at).desc()).limit(LIST_LIMIT)
-        context = {"reports": db.exec(query).all(), "limit": LIST_LIMIT}
+        context = {
+            "reports": db.exec(query).all(),
+            "limit": LIST_LIMIT,
+            "feedback": feedback_by_month(session=db),
+        }
         return TEMPLATES.TemplateResponse(request, "reports.html", context)
 
     @router.get("/candidates", response_class=HTMLResponse)

@@ -27,11 +27,13 @@ from sqlmodel import Session
 
 from bot.service.intake import GroupCommitWriter
 from bot.service.jobs.kinds import (
+    FeedbackPayload,
     IgnorePayload,
     InstallationPayload,
     JobKind,
     JobPayload,
     PRPayload,
+    feedback_key,
     ignore_key,
     installation_key,
     job_create,
@@ -63,6 +65,8 @@ MAINTAINER_ASSOCIATIONS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
 class Command(StrEnum):
     rerun = "rerun"
     ignore = "ignore"
+    useful = "useful"  # /probewatch useful N: entry N of the comment was worth the time
+    not_useful = "not-useful"
 
 
 NO_SECRET = (
@@ -119,6 +123,14 @@ def parse_command(body: str) -> Command | None:
         return None
 
 
+def parse_entry(body: str) -> int | None:
+    """The entry number after a feedback command (``/probewatch useful 2``); None if absent."""
+    words = body.strip().split()
+    if len(words) < 3 or not words[2].isdecimal() or len(words[2]) > 3:
+        return None
+    return int(words[2]) or None
+
+
 def issue_comment_work(payload: dict[str, Any]) -> Work:
     event = read_event(IssueCommentEvent, "issue_comment", payload)
     comment, issue = event.comment, event.issue
@@ -135,6 +147,14 @@ def issue_comment_work(payload: dict[str, Any]) -> Work:
         job: JobPayload = PRPayload(repo=repo, number=number)
         return Work(JobKind.build_report, job, rerun_key(repo, number, comment.id), **said)
     by = comment.user.login if comment.user else ""
+    if command in (Command.useful, Command.not_useful):
+        entry = parse_entry(comment.body or "")
+        if entry is None:
+            note = f"say which entry: {COMMAND_PREFIX} {command} N (N: the entry's number)"
+            return Work(None, note=note, **said)
+        useful = command is Command.useful
+        job = FeedbackPayload(repo=repo, number=number, entry=entry, useful=useful, by=by)
+        return Work(JobKind.entry_feedback, job, feedback_key(repo, number, comment.id), **said)
     job = IgnorePayload(repo=repo, number=number, by=by)
     return Work(JobKind.ignore_pr, job, ignore_key(repo, number, comment.id), **said)
 

@@ -13,7 +13,7 @@ from bot.service.jobs.kinds import JobKind, PRPayload, job_create
 from bot.service.recent_prs import PRVerdict, failed_builds, recent_prs
 from task_registry.db import session_scope
 from task_registry.jobs import enqueue_job
-from task_registry.reports import get_report, save_report
+from task_registry.reports import get_report, record_feedback, save_report
 from task_registry.types import JobStatus
 from tests.dashboard_support import (
     CLEAN,
@@ -128,6 +128,36 @@ def test_the_reports_list_shows_what_each_report_finds(client: TestClient) -> No
 
     assert listed == {f"{REPO}#{GAPS}": "verdict-gaps", f"{REPO}#{CLEAN}": "verdict-clean"}
     assert f'href="/tasks/acme__infra-lib-{GAPS}"' in page
+
+
+def test_the_reports_list_shows_the_not_useful_share_by_month(
+    client: TestClient, sqlite_engine: Engine
+) -> None:
+    assert "no vote yet" in client.get("/reports").text
+    with session_scope(sqlite_engine) as session:
+        for author, useful in (("a", True), ("b", False), ("c", False), ("d", False)):
+            record_feedback(
+                session=session,
+                repo=REPO,
+                pull_number=GAPS,
+                adversarial_id=1,
+                operator="constant",
+                useful=useful,
+                author=author,
+            )
+        record_feedback(  # a changed mind replaces the vote: 2 useful, 2 not useful
+            session=session,
+            repo=REPO,
+            pull_number=GAPS,
+            adversarial_id=1,
+            operator="constant",
+            useful=True,
+            author="b",
+        )
+    page = client.get("/reports").text
+    month = re.search(r'<tr data-month="([\d-]+)"><td>[\d-]+</td>(.*?)</tr>', page)
+    assert month is not None
+    assert month.group(2) == "<td>2</td><td>2</td><td>50%</td>"
 
 
 @pytest.mark.parametrize(

@@ -18,6 +18,7 @@ from bot.report.render import (
     GITHUB_BODY_LIMIT,
     REPORT_MARKER,
     ReportInput,
+    entry_ids,
     fence,
     fit_markdown,
     render_full_report,
@@ -268,7 +269,8 @@ def test_no_probe_path_or_probe_code_appears() -> None:
 def test_the_verdict_comes_first_then_the_context() -> None:
     body = render_report(report(FUNCTIONAL, TRAFFIC, STATE), full_url=URL).body
     lines = body.splitlines()
-    assert lines[0] == REPORT_MARKER
+    assert lines[0].startswith(REPORT_MARKER)  # and the entries' patches: <!-- … 1 2 -->
+    assert entry_ids(body) == ["1", "2"]
     assert lines[1].startswith("### ⚠️ probewatch: 2 gaps in what #5 promises")
     context = lines[3]
     assert context.startswith("<sub>As of merge commit `cccccccccc`")

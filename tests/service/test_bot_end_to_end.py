@@ -201,3 +201,44 @@ def test_a_bad_in_repo_config_fails_the_report_with_its_key(bot: Bot) -> None:
     with session_scope(bot.context.engine) as session:
         build = next(j for j in list_jobs(session=session) if j.kind == "build_report")
         assert build.status == JobStatus.queued and "coment: unknown key" in (build.error or "")
+
+
+def test_maintainers_feedback_on_an_entry_ranks_the_next_report(bot: Bot) -> None:
+    """`/probewatch not-useful N` names the N-th patch the comment shows; once maintainers say
+    it of that kind of patch often enough, the next report leaves it to the task page."""
+    from bot.report.ranking import SUPPRESS_AFTER
+    from bot.report.render import entry_ids
+    from task_registry.reports import votes_by_operator
+
+    bot.deliver("pull_request", merged_event(merge_sha=bot.merge_sha))
+    kinds_run(bot)
+    with session_scope(bot.context.engine) as session:  # no probe confirms the gap: a guess
+        task = session.exec(select(Task)).one()
+        table = stored_coverage(task)
+        for adversarial in table.adversarials:
+            adversarial.rejected_by = []
+        task.coverage = table.model_dump(mode="json")
+        session.add(task)
+    bot.deliver("issue_comment", comment_event("/probewatch rerun", comment_id=3))
+    kinds_run(bot)
+    shown = entry_ids(bot.comments()[0].body)
+    assert shown, "the demo report shows at least one entry"
+
+    unnumbered = bot.deliver("issue_comment", comment_event("/probewatch useful", comment_id=1))
+    assert "say which entry" in unnumbered.json()["reason"]
+    outsider = comment_event("/probewatch not-useful 1", comment_id=2, association="NONE")
+    assert bot.deliver("issue_comment", outsider).json()["status"] == "ignored"
+    for vote in range(SUPPRESS_AFTER):
+        said = comment_event("/probewatch not-useful 1", comment_id=10 + vote, login=f"m{vote}")
+        bot.deliver("issue_comment", said)
+    bot.deliver("issue_comment", comment_event("/probewatch not-useful 9", comment_id=30))
+    ran = bot.worker.run_until_idle()
+    assert [r.kind for r in ran] == ["entry_feedback"] * (SUPPRESS_AFTER + 1)
+    with session_scope(bot.context.engine) as session:
+        votes = votes_by_operator(session=session, repo=REPO)
+    assert sum(no for _, no in votes.values()) == SUPPRESS_AFTER  # entry 9 does not exist
+
+    bot.deliver("issue_comment", comment_event("/probewatch rerun", comment_id=40))
+    kinds_run(bot)
+    assert shown[0] not in entry_ids(bot.comments()[0].body)
+    assert "more gap" in bot.comments()[0].body  # on the task page, not dropped

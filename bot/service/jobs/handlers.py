@@ -21,7 +21,7 @@ from sqlmodel import Session
 from bot.context import AppContext
 from bot.pipeline import ensure_task, mine_one_pr, poll_merged
 from bot.report.check import check_output
-from bot.report.render import full_report_url
+from bot.report.render import entry_ids, full_report_url
 from bot.report.store import load_report_input, store_report
 from bot.repos import run_settings
 from bot.service.github.client import GitHubClients
@@ -39,6 +39,7 @@ from bot.service.github.redelivery import fetch_attempts, redeliver, to_redelive
 from bot.service.github.repo_config import load_repo_config
 from bot.service.jobs.kinds import (
     PAYLOADS,
+    FeedbackPayload,
     IgnorePayload,
     InstallationPayload,
     JobKind,
@@ -56,11 +57,13 @@ from probewatch.errors import ServiceError
 from task_registry.db import session_scope
 from task_registry.deliveries import find_delivery
 from task_registry.jobs import enqueue_job
-from task_registry.models import PRReport
+from task_registry.models import AdversarialPatch, PRReport
 from task_registry.reports import (
     change_installation_repos,
+    find_report,
     get_or_create_report,
     get_report,
+    record_feedback,
     release_post_lock,
     save_report,
     take_post_lock,
@@ -266,6 +269,30 @@ def ignore_pr(ctx: JobContext, job: IgnorePayload) -> dict[str, Any]:
     return {"ignored": f"{job.repo}#{job.number}", "by": job.by}
 
 
+def entry_feedback(ctx: JobContext, job: FeedbackPayload) -> dict[str, Any]:
+    """Store a maintainer's vote on entry ``job.entry`` of the PR's comment, by the patch the
+    comment showed there; the repository's next reports rank by it."""
+    with ctx.session() as session:
+        report = find_report(session=session, repo=job.repo, pull_number=job.number)
+        shown = entry_ids(report.body) if report is not None else []
+        if not 1 <= job.entry <= len(shown):
+            return {"feedback": f"{job.repo}#{job.number} has no entry {job.entry} to mark"}
+        patch = session.get(AdversarialPatch, int(shown[job.entry - 1]))
+        if patch is None:
+            return {"feedback": f"entry {job.entry}'s patch is no longer stored"}
+        record_feedback(
+            session=session,
+            repo=job.repo,
+            pull_number=job.number,
+            adversarial_id=int(shown[job.entry - 1]),
+            operator=patch.operator,
+            useful=job.useful,
+            author=job.by,
+        )
+    said = "useful" if job.useful else "not useful"
+    return {"feedback": said, "entry": job.entry, "operator": patch.operator, "by": job.by}
+
+
 def installation(ctx: JobContext, job: InstallationPayload) -> dict[str, Any]:
     with ctx.session() as session:
         if job.repositories is not None or not job.active:
@@ -310,6 +337,7 @@ def default_handlers() -> HandlerRegistry:
         JobKind.post_report: route(JobKind.post_report, post_report),
         JobKind.poll_repo: route(JobKind.poll_repo, poll_repo),
         JobKind.ignore_pr: route(JobKind.ignore_pr, ignore_pr),
+        JobKind.entry_feedback: route(JobKind.entry_feedback, entry_feedback),
         JobKind.installation: route(JobKind.installation, installation),
         JobKind.redeliver: route(JobKind.redeliver, redeliver_failed),
     }

@@ -22,6 +22,7 @@ class JobKind(StrEnum):
     post_report = "post_report"  # put the stored report on GitHub (or not: dry run, config)
     poll_repo = "poll_repo"  # list PRs merged since the last poll; queue mine_pr for each
     ignore_pr = "ignore_pr"  # a maintainer asked probewatch to stay quiet on a PR
+    entry_feedback = "entry_feedback"  # a maintainer marked a report entry useful or not
     installation = "installation"  # the GitHub App was installed, removed or changed
     redeliver = "redeliver"  # ask GitHub to redeliver webhook deliveries that never arrived
 
@@ -39,6 +40,14 @@ class PRPayload(JobPayload):
 class IgnorePayload(JobPayload):
     repo: str
     number: int
+    by: str
+
+
+class FeedbackPayload(JobPayload):
+    repo: str
+    number: int
+    entry: int  # the entry's number in the comment, from 1
+    useful: bool
     by: str
 
 
@@ -68,6 +77,10 @@ def ignore_key(repo: str, number: int, comment_id: int) -> str:
     return f"{JobKind.ignore_pr}:{repo}#{number}:comment-{comment_id}"
 
 
+def feedback_key(repo: str, number: int, comment_id: int) -> str:
+    return f"{JobKind.entry_feedback}:{repo}#{number}:comment-{comment_id}"
+
+
 def followup_key(kind: JobKind, parent_job_id: int) -> str:
     """A job's successor: a reclaimed parent (kill -9, lease expiry) queues it only once."""
     return f"{kind}:after-job-{parent_job_id}"
@@ -95,6 +108,7 @@ PAYLOADS: dict[JobKind, type[JobPayload]] = {
     JobKind.post_report: PRPayload,
     JobKind.poll_repo: PollPayload,
     JobKind.ignore_pr: IgnorePayload,
+    JobKind.entry_feedback: FeedbackPayload,
     JobKind.installation: InstallationPayload,
     JobKind.redeliver: RedeliverPayload,
 }
