@@ -30,7 +30,7 @@ from bot.service.recent_prs import (
     recent_prs,
 )
 from bot.service.validation_matrix import build_matrix
-from task_registry.coverage import stored_coverage
+from task_registry.coverage import stored_coverage, validation_finished
 from task_registry.models import CandidatePR, PRReport, Repo, Task, TestResult, ValidationRun
 from task_registry.reports import feedback_by_month, get_report
 from task_registry.swebench import instance_id_for
@@ -169,11 +169,12 @@ def make_dashboard_router() -> APIRouter:
         stored = get_report(session=db, repo=repo, pull_number=number)
         task = find_task(session=db, instance_id=instance_id_for(repo, number))
         public = settings.public_url
+        # The full report stands on a validated task; else the stored body is what there is.
         full = (
             render_full_report(
                 report_input(db, task), full_url=full_report_url(public, repo, number)
             )
-            if task is not None
+            if task is not None and validation_finished(task)
             else stored.body
         )
         context = {"report": stored, "full": full, "task": task}

@@ -23,3 +23,22 @@ def test_the_report_page_renders_the_full_report(client: TestClient) -> None:
     assert "<details><summary>" in body and "</summary>" in body and "<h3>" in body
     assert "```" not in page and "<pre id=" not in page and "probewatch:report" not in page
     assert f'href="/tasks/acme__infra-lib-{GAPS}"' in page
+
+
+def test_a_report_on_a_task_whose_validation_did_not_finish_shows_the_stored_body(
+    sqlite_engine: Engine,
+) -> None:
+    """A validation cut short leaves a built task: the page shows what was stored, and no
+    full report claims checks that never ran."""
+    from task_registry.db import session_scope
+    from task_registry.reports import get_or_create_report, save_report
+    from task_registry.types import TaskStatus
+    from tests.factories import make_task
+
+    with session_scope(sqlite_engine) as session:
+        make_task(session, 77, repo=REPO, status=TaskStatus.built)
+        row = get_or_create_report(session=session, repo=REPO, pull_number=77)
+        save_report(session=session, report=row, body="### ⏳ probewatch: validation pending")
+    answer = dashboard_app(sqlite_engine).get(f"/reports/{REPO}/77")
+    assert answer.status_code == 200
+    assert "validation pending" in answer.text
