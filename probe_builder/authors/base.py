@@ -41,6 +41,7 @@ class AuthorPurpose(StrEnum):
     adversarials = "adversarials"
     probes = "probes"
     statement = "statement"
+    promises = "promises"
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,8 @@ class Author(Protocol):
 
     def word_statement(self, request: AuthorRequest) -> str: ...
 
+    def propose_promises(self, request: AuthorRequest) -> list[ExtractedPromise]: ...
+
 
 @dataclass
 class MechanicalAuthor:
@@ -150,6 +153,9 @@ class MechanicalAuthor:
 
     def word_statement(self, request: AuthorRequest) -> str:
         return request.statement
+
+    def propose_promises(self, request: AuthorRequest) -> list[ExtractedPromise]:
+        return []  # the rule-based extractor's promises are already in the request
 
 
 AuthorFactory = Callable[..., Author]

@@ -33,6 +33,7 @@ from probe_builder.authors.base import (
     ProposedProbe,
 )
 from probe_builder.material.diffs import DiffParseError, parse_diff
+from probe_builder.promises.extract import ExtractedPromise
 from task_registry.types import PatchSource, PromiseCategory
 
 MAX_PATCH_CHARS = 60_000  # keeps a prompt inside an ordinary context window
@@ -56,6 +57,15 @@ TASKS: dict[AuthorPurpose, str] = {
         "promised observable (memory, time, bytes, state across calls, graph modes). "
         'Answer {"probes": [{"path": "tests/probes/test_<name>.py", '
         '"promise_category": ..., "content": ...}]}.'
+    ),
+    AuthorPurpose.promises: (
+        "List what this pull request promises, as its title and description state it: one "
+        "behaviour each (the same behaviour restated is one promise), quoted as the shortest "
+        "span copied verbatim from the title or the description. What the PR's tests, docs, "
+        "benchmarks or renames do is not a promise, nor is a limitation. Categories: "
+        "resource.memory, resource.time, resource.traffic, state (caches, reset, offload and "
+        "reload, save and resume, weight sync), mode (CUDA graphs, torch.compile), numeric, "
+        'functional. Answer {"promises": [{"category": ..., "quote": ...}]}.'
     ),
     AuthorPurpose.statement: (
         "Rewrite this task statement for clarity. Keep every module path, name, signature and flag "
@@ -223,6 +233,20 @@ class OpenAIAuthor:
     def propose_probes(self, request: AuthorRequest) -> list[ProposedProbe]:
         answer = self.ask(AuthorPurpose.probes, request)
         return [_probe(item) for item in _items(answer, "probes")]
+
+    def propose_promises(self, request: AuthorRequest) -> list[ExtractedPromise]:
+        """The model's promises whose quote the title or description holds verbatim (up to
+        whitespace) and whose category is known; an invented quote is dropped."""
+        answer = self.ask(AuthorPurpose.promises, request)
+        source = " ".join(f"{request.title}\n{request.description}".split())
+        found = []
+        for item in _items(answer, "promises"):
+            category, quote = _category(item.get("category")), item.get("quote")
+            if category is None or not isinstance(quote, str) or not quote.strip():
+                continue
+            if " ".join(quote.split()) in source:
+                found.append(ExtractedPromise(category=category, quote=quote.strip()))
+        return found
 
     def word_statement(self, request: AuthorRequest) -> str:
         statement = self.ask(AuthorPurpose.statement, request).get("statement")

@@ -28,7 +28,7 @@ from probe_builder.material.statement_checks import (
     lint_statement,
 )
 from probe_builder.promises.assertions import AssertionProfile, profile_test_patch
-from probe_builder.promises.extract import ExtractedPromise, extract_promises
+from probe_builder.promises.extract import ExtractedPromise, extract_promises, with_proposed
 from probe_builder.promises.verdicts import PromiseCheck, judge_promises
 from runners.types import Hardware
 
@@ -98,34 +98,43 @@ def build_material(
     probes = dict(probes or {})
     base, head = GitTree(pr.repo, pr.base), GitTree(pr.repo, pr.head)
     split = split_patch(diff_commits(pr.repo, pr.base, pr.head), test_globs=test_globs)
-    promises = tuple(extract_promises(pr.title, pr.body))
+    found = tuple(extract_promises(pr.title, pr.body))
     sources = sources_of_test_patch(split.test_files, head=head)
     contract = extract_contract(
         split.golden_files, base=base, head=head, sources={**sources, **probes}
     )
-    hollow = build_hollow_patch(split.golden_files, base=base, head=head)
-    profile = profile_test_patch(split.test_files, head=head)
-    changed = [f.qualname for f in hollow.functions] + [s.dotted for s in contract.symbols]
-    checks = tuple(judge_promises(promises, profile, changed_symbols=changed))
-    inputs = StatementInputs(pr.title, pr.body, contract, promises, hardware or Hardware())
-    rendered = render_statement(inputs)
     request = AuthorRequest(
         instance_id=pr.instance_id,
         title=pr.title,
         description=pr.body,
         golden_files=split.golden_files,
         test_patch=split.test,
-        promises=promises,
+        promises=found,
         contract=contract,
         base=base,
         head=head,
-        statement=rendered,
     )
+    proposed = author.propose_promises(request)
+    promises = with_proposed(found, proposed, pr.title, pr.body)
+    hollow = build_hollow_patch(split.golden_files, base=base, head=head)
+    profile = profile_test_patch(split.test_files, head=head)
+    changed = [f.qualname for f in hollow.functions] + [s.dotted for s in contract.symbols]
+    checks = tuple(judge_promises(promises, profile, changed_symbols=changed))
+    inputs = StatementInputs(pr.title, pr.body, contract, promises, hardware or Hardware())
+    rendered = render_statement(inputs)
+    request = replace(request, promises=promises, statement=rendered)
     golden = golden_code_tokens(split.golden_files, head=head)
     statement, lint, leaks, notes = _checked_statement(
         author.word_statement(request), rendered, contract, golden, probes, sources
     )
     adversarials = tuple(author.propose_adversarials(replace(request, statement=statement)))
+    if proposed:
+        added = len(promises) - len(found)
+        notes = (
+            *notes,
+            f"{author.name} proposed {len(proposed)} promise(s): {added} kept beside the "
+            f"{len(found)} the rules found, the rest restate them",
+        )
     return TaskMaterial(
         split,
         promises,

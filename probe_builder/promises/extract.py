@@ -190,3 +190,32 @@ def promises_by_category(
     for promise in promises:
         grouped.setdefault(promise.category, []).append(promise)
     return grouped
+
+
+def with_proposed(
+    found: Sequence[ExtractedPromise],
+    proposed: Sequence[ExtractedPromise],
+    title: str,
+    body: str,
+) -> tuple[ExtractedPromise, ...]:
+    """The rule-based promises with a model's proposals beside them: a proposal that restates
+    a promise already found is dropped; the others take the position of the sentence that
+    holds their quote (after the last sentence when none does) and their quantity."""
+    sentences = description_sentences(title, body)
+    kept = list(found)
+    for promise in proposed:
+        quote = " ".join(promise.quote.split())
+        position = next(
+            (s.position for s in sentences if quote in " ".join(s.text.split())), len(sentences)
+        )
+        placed = promise.model_copy(
+            update={"position": position, "quantity": _quantity(quote, promise.category)}
+        )
+        if not any(_restates(placed, k) or _same_span(placed, k) for k in kept):
+            kept.append(placed)
+    return tuple(sorted(kept, key=lambda p: (p.position, list(PromiseCategory).index(p.category))))
+
+
+def _same_span(promise: ExtractedPromise, other: ExtractedPromise) -> bool:
+    a, b = " ".join(promise.quote.split()), " ".join(other.quote.split())
+    return promise.category == other.category and (a in b or b in a)

@@ -247,3 +247,22 @@ def test_http_errors_and_unreachable_endpoints_are_recorded_then_raised(endpoint
     with pytest.raises(AuthorError, match="ConnectError"):
         create_author("openai", config=config, recorder=dead.append).word_statement(request_)
     assert dead[0].status_code is None and dead[0].error.startswith("ConnectError")
+
+
+def test_openai_author_proposes_promises_quoted_verbatim_and_drops_the_rest(endpoint, request_):
+    endpoint.answer(
+        {
+            "promises": [
+                {"category": "state", "quote": "Add  a\ncache."},  # whitespace differs only
+                {"category": "resource.memory", "quote": "halves peak memory"},  # not in the PR
+                {"category": "speed", "quote": "Add a cache."},  # no such category
+                {"category": "functional"},
+            ]
+        }
+    )
+    exchanges: list[AuthorExchange] = []
+    (promise,) = _author(endpoint, exchanges).propose_promises(request_)
+    assert (promise.category, promise.quote) == (PromiseCategory.state, "Add  a\ncache.")
+    assert [e.purpose for e in exchanges] == [AuthorPurpose.promises]
+    assert "verbatim" in endpoint.requests[0][1]["messages"][1]["content"]
+    assert create_author("mechanical").propose_promises(request_) == []

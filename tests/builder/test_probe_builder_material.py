@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from probe_builder.authors.base import AuthorRequest, MechanicalAuthor, ProposedPatch, ProposedProbe
 from probe_builder.material.assemble import PullRequest, build_material
+from probe_builder.promises.extract import ExtractedPromise
 from runners.types import Hardware
 from task_registry.types import PromiseCategory, PromiseVerdict
 from tests.probe_builder_support import TEST_GLOBS, cache_pr
@@ -69,3 +70,31 @@ def test_a_leaking_author_statement_is_replaced_by_the_rendered_one_with_a_note(
     material = build_material(pr, test_globs=TEST_GLOBS, author=QuotingAuthor())
     assert "Implement it as" not in material.statement and material.leaks.ok
     assert material.notes[0].startswith("author's statement rejected: golden_code")
+
+
+@dataclass
+class PromisingAuthor(MechanicalAuthor):
+    """An author that proposes one promise the rules miss and one they already found."""
+
+    name: str = "promising"
+
+    def propose_promises(self, request: AuthorRequest) -> list[ExtractedPromise]:
+        assert request.promises, "the author sees the rule-based promises"
+        return [
+            ExtractedPromise(category=PromiseCategory.state, quote="counts hits"),
+            ExtractedPromise(
+                category=request.promises[0].category, quote=request.promises[0].quote
+            ),
+        ]
+
+
+def test_an_authors_promises_are_kept_beside_the_rules_and_judged_like_them(tmp_path):
+    fixture = cache_pr(tmp_path)
+    pr = PullRequest(fixture.repo, fixture.base, fixture.head, "counting KV cache", BODY)
+    rules = build_material(pr, test_globs=TEST_GLOBS).promises
+    material = build_material(pr, test_globs=TEST_GLOBS, author=PromisingAuthor())
+    added = [p for p in material.promises if p not in rules]
+    assert [(p.category, p.quote) for p in added] == [(PromiseCategory.state, "counts hits")]
+    assert added[0].position == 1  # the sentence that holds the quote
+    assert {c.promise.quote for c in material.checks} == {p.quote for p in material.promises}
+    assert material.notes[-1].startswith("promising proposed 2 promise(s): 1 kept beside")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from probe_builder.material.description import clean_description, clean_title, description_sentences
-from probe_builder.promises.extract import extract_promises
+from probe_builder.promises.extract import ExtractedPromise, extract_promises
 from task_registry.types import PromiseCategory
 
 TEMPLATE_BODY = """\
@@ -250,3 +250,30 @@ def test_each_bullet_of_a_bold_headed_section_is_a_promise():
 )
 def test_claims_without_a_leading_verb_are_functional_promises(sentence):
     assert [p.category for p in extract_promises("x", sentence)[1:]] == [PromiseCategory.functional]
+
+
+def test_a_models_promises_join_the_rules_beside_them_without_restating_them():
+    from probe_builder.promises.extract import with_proposed
+
+    title = "Prefix cache for rollouts"
+    body = "The prefix cache is reset on weight updates. Peak memory drops by 30%."
+    found = [
+        ExtractedPromise(
+            category=PromiseCategory.state,
+            quote="The prefix cache is reset on weight updates.",
+            position=1,
+        )
+    ]
+    proposed = [
+        ExtractedPromise(
+            category=PromiseCategory.state, quote="prefix cache is reset on weight updates"
+        ),
+        ExtractedPromise(category=PromiseCategory.memory, quote="Peak memory drops by 30%."),
+    ]
+    merged = with_proposed(found, proposed, title, body)
+    assert [(p.category, p.position) for p in merged] == [
+        (PromiseCategory.state, 1),
+        (PromiseCategory.memory, 2),
+    ]
+    assert merged[1].quantity == "30%"
+    assert with_proposed(found, [], title, body) == tuple(found)
