@@ -31,6 +31,7 @@ from task_registry.types import PromiseCategory
 
 DEFAULT_DIR = Path(__file__).resolve().parent.parent / "tests" / "data" / "promises"
 MATCH_OVERLAP = 0.6
+VERDICTS_FILE = "verdicts.yaml"  # the PR's own tests' verdict on each labelled promise
 Extractor = Callable[[str, str], Sequence[ExtractedPromise]]
 DEV, HOLDOUT = "dev", "holdout"
 SPECIFIC_CATEGORIES = tuple(c for c in PromiseCategory if c is not PromiseCategory.functional)
@@ -101,8 +102,11 @@ class Evaluation:
 
 
 def load_labelled_set(directory: Path = DEFAULT_DIR, split: str = "all") -> list[LabelledItem]:
+    """The labelled items of every repository's file (not the verdicts file)."""
     items = []
     for path in sorted(directory.glob("*.yaml")):
+        if path.name == VERDICTS_FILE:
+            continue
         for raw in yaml.safe_load(path.read_text(encoding="utf-8")):
             if split not in ("all", raw["split"]):
                 continue
