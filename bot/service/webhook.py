@@ -232,7 +232,9 @@ def make_webhook_router(
         try:
             answer = await _handle(request, writer, secret, max_body_bytes, gate)
         except Rejected as exc:
-            return JSONResponse({"detail": exc.reason}, status_code=exc.status)
+            return JSONResponse(
+                {"detail": exc.reason}, status_code=exc.status, headers=exc.headers()
+            )
         return JSONResponse(answer, status_code=200 if answer["status"] != "queued" else 202)
 
     return router

@@ -46,12 +46,19 @@ Sha = Annotated[str, Field(pattern=r"^[0-9a-fA-F]{1,64}$")]
 M = TypeVar("M", bound=BaseModel)
 
 
+BUSY_RETRY_AFTER_S = 5  # GitHub redelivers; a client that honours Retry-After waits this long
+
+
 class Rejected(ServiceError):
     """A delivery refused with an HTTP status and a reason; nothing is stored."""
 
-    def __init__(self, status: int, reason: str) -> None:
+    def __init__(self, status: int, reason: str, retry_after_s: int | None = None) -> None:
         super().__init__(reason)
-        self.status, self.reason = status, reason
+        self.status, self.reason, self.retry_after_s = status, reason, retry_after_s
+
+    def headers(self) -> dict[str, str]:
+        """``Retry-After`` when the refusal is for now only (too many bodies at once)."""
+        return {"Retry-After": str(self.retry_after_s)} if self.retry_after_s else {}
 
 
 # --- headers and body ------------------------------------------------------------------
@@ -68,7 +75,11 @@ class BodyGate:
     def reading(self) -> Iterator[None]:
         with self._lock:
             if self._reading >= self.limit:
-                raise Rejected(503, f"{self.limit} webhook bodies are being read; retry later")
+                raise Rejected(
+                    503,
+                    f"{self.limit} webhook bodies are being read; retry later",
+                    retry_after_s=BUSY_RETRY_AFTER_S,
+                )
             self._reading += 1
         try:
             yield

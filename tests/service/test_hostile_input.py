@@ -180,6 +180,11 @@ def status_of(sock: socket.socket) -> int:
     return int(sock.recv(4096).split(b" ", 2)[1])
 
 
+def answer_of(sock: socket.socket) -> tuple[int, str]:
+    head = sock.recv(4096).decode("latin-1")
+    return int(head.split(" ", 2)[1]), head.lower()
+
+
 def connect(url: str) -> socket.socket:
     host, port = url.removeprefix("http://").split(":")
     return socket.create_connection((host, int(port)), timeout=5)
@@ -200,7 +205,8 @@ def test_bodies_past_the_concurrency_cap_are_answered_503(bot: Bot) -> None:
     with serve(app) as url, connect(url) as slow, connect(url) as second:
         slow.sendall(request_head(len(body), **headers) + body[:3])  # held open, half sent
         second.sendall(request_head(len(body), **headers) + body)
-        assert status_of(second) == 503
+        status, head = answer_of(second)
+        assert status == 503 and "retry-after: 5" in head
         slow.sendall(body[3:])
         assert status_of(slow) == 200
 
