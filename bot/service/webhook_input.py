@@ -16,6 +16,7 @@ import hashlib
 import hmac
 import json
 import re
+import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -46,6 +47,7 @@ Sha = Annotated[str, Field(pattern=r"^[0-9a-fA-F]{1,64}$")]
 M = TypeVar("M", bound=BaseModel)
 
 
+IN_MEMORY_BYTES = 1 << 20  # an unauthenticated body past this waits on disk
 BUSY_RETRY_AFTER_S = 5  # GitHub redelivers; a client that honours Retry-After waits this long
 
 
@@ -120,17 +122,21 @@ def _matches(pattern: str, value: str) -> bool:
 
 
 async def read_signed_body(request: Request, secret: bytes, signature: str, limit: int) -> bytes:
-    """The body, read with its HMAC as it streams in; over ``limit`` it is dropped at once."""
-    mac, chunks, size = hmac.new(secret, digestmod=hashlib.sha256), [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise Rejected(413, f"body is over the {limit}-byte limit")
-        mac.update(chunk)
-        chunks.append(chunk)
-    if not hmac.compare_digest(SIGNATURE_PREFIX + mac.hexdigest(), signature):
-        raise Rejected(401, f"{SIGNATURE_HEADER} does not match the body")
-    return b"".join(chunks)
+    """The body, read with its HMAC as it streams in; over ``limit`` it is dropped at once.
+    Until the signature matches, a body past :data:`IN_MEMORY_BYTES` waits in a temporary
+    file, not in memory: an unauthenticated sender cannot make the process hold it."""
+    mac, size = hmac.new(secret, digestmod=hashlib.sha256), 0
+    with tempfile.SpooledTemporaryFile(max_size=IN_MEMORY_BYTES) as spool:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise Rejected(413, f"body is over the {limit}-byte limit")
+            mac.update(chunk)
+            spool.write(chunk)
+        if not hmac.compare_digest(SIGNATURE_PREFIX + mac.hexdigest(), signature):
+            raise Rejected(401, f"{SIGNATURE_HEADER} does not match the body")
+        spool.seek(0)
+        return spool.read()
 
 
 def parse_payload(body: bytes) -> dict[str, Any]:
