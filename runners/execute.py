@@ -28,6 +28,8 @@ from runners.backends.placement import (
 )
 from runners.overlay import apply_overlay
 from runners.patches import PatchRefused, PatchUnappliable, apply_patches
+from runners.sandbox.enter import Confinement
+from runners.sandbox.paths import interpreter_paths
 from runners.testrun.faults import (
     DEFAULT_RETRIES,
     SIGNATURES,
@@ -211,17 +213,34 @@ def invocation_for(request: RunRequest, ws: Workspace) -> PytestInvocation:
     env = run_environment(
         tree=ws.tree, scratch=ws.scratch, environment=environment, extra=request.env, tmp=ws.tmp
     )
+    python = python_of(environment)
     return PytestInvocation(
         tree=ws.tree,
         scratch=ws.scratch,
-        python=python_of(environment),
+        python=python,
         env=env,
         selection=select_tests(request, applied),
         probes=applied.probes,
         setup_commands=request.setup_commands,
         timeout_per_test_s=request.timeout_per_test_s,
         timeout_run_s=request.timeout_run_s,
+        confinement=confinement_of(ws, python, environment, outputs=request.outputs),
     )
+
+
+def confinement_of(
+    ws: Workspace,
+    python: Path,
+    environment: EnvironmentRef | None,
+    *,
+    outputs: tuple[Path, ...] = (),
+) -> Confinement:
+    """What a test run in ``ws`` may see: its tree, scratch folder, TMPDIR and the caller's
+    output folders (writable), its interpreter's environments and the asset cache
+    (read-only); no network but loopback."""
+    assets = (environment.assets,) if environment is not None and environment.assets else ()
+    writable = (ws.tree, ws.scratch, ws.tmp or ws.scratch / "tmp", *outputs)
+    return Confinement(writable=writable, readable=(*interpreter_paths(python), *assets))
 
 
 def _writable_for_setup(request: RunRequest, ws: Workspace) -> EnvironmentRef | None:
@@ -280,6 +299,7 @@ def _result(
         fault=fault,
         detail=report.detail or (fault.detail if fault else ""),
         log=report.log,
+        sandbox=report.sandbox,
     )
 
 
@@ -321,7 +341,12 @@ def fault_of(
 
 
 def _per_test(fault: Fault) -> bool:
-    return any(s.kind is fault.kind and s.per_test for s in SIGNATURES)
+    """Whether the signature that found ``fault`` also reads one test's message: a kind may
+    have both (a sandbox's note about the whole run, a test's own refused fork)."""
+    return any(
+        s.kind is fault.kind and s.per_test and fault.detail.startswith(s.explanation[:20])
+        for s in SIGNATURES
+    )
 
 
 _NO_MODULE = re.compile(r"No module named '([\w.]+)'")

@@ -54,6 +54,18 @@ class FaultKind(StrEnum):
     disk_full = "disk_full"
     network = "network"
     internal = "internal"
+    # The run went past one of its sandbox's limits (runners/sandbox/limits.py).
+    memory_limit = "memory_limit"
+    process_limit = "process_limit"
+    file_limit = "file_limit"
+    cpu_limit = "cpu_limit"
+
+
+class SandboxKind(StrEnum):
+    """What kept a run from the rest of its host."""
+
+    namespaces = "namespaces"  # bubblewrap: its own mount, PID (and network) namespaces
+    none = "none"  # nothing: the run saw the host as the service does
 
 
 @dataclass(frozen=True)
@@ -149,6 +161,9 @@ class RunRequest:
     env: Mapping[str, str] = field(default_factory=dict)
     label: str = ""  # free text for logs: "golden#2", "adversarial-7"
     full_suite: bool = False  # run the whole suite (plus probes) instead of the selection
+    # Host folders the run may write besides its own, for what the caller collects from it
+    # (coverage data): the sandbox shows nothing else of the host.
+    outputs: tuple[Path, ...] = ()
     # The patches are right by definition (the golden patch): a module a test cannot import
     # while it runs is the environment's fault, found before tests after it are run again.
     trusted: bool = False
@@ -184,6 +199,18 @@ class Resources:
 
 
 @dataclass(frozen=True)
+class Sandboxing:
+    """How a run was kept apart from its host, recorded with its result."""
+
+    kind: SandboxKind
+    reason: str = ""  # why there was none
+
+    @property
+    def confined(self) -> bool:
+        return self.kind is not SandboxKind.none
+
+
+@dataclass(frozen=True)
 class RunResult:
     outcome: Outcome
     tests: tuple[TestCaseResult, ...] = ()
@@ -192,6 +219,7 @@ class RunResult:
     detail: str = ""  # git's reason for unappliable, the refusal reason, the timeout
     log: str = ""  # tail of pytest's output
     attempts: int = 1
+    sandbox: Sandboxing | None = None  # None: the backend did not say
 
     @property
     def collected(self) -> frozenset[str]:

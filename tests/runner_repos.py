@@ -81,6 +81,21 @@ def worktrees(repo: Path) -> list[str]:
     return [line.split(" ", 1)[1] for line in out.splitlines() if line.startswith("worktree ")]
 
 
+def processes_running(marker: str) -> list[int]:
+    """Host process ids whose command line holds ``marker`` (a run's own process ids are
+    those of its PID namespace, not the host's)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and entry.name != str(os.getpid()):
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if marker in cmdline:
+                found.append(int(entry.name))
+    return found
+
+
 def pid_alive(pid: int) -> bool:
     """Whether ``pid`` is a live process (a zombie awaiting its reaper counts as gone)."""
     try:

@@ -432,7 +432,10 @@ def golden_baseline(
         config = folder / "coveragerc"
         (folder / "data").mkdir()
         config.write_text(coverage_config(folder / "data" / ".coverage"), encoding="utf-8")
-        run = runner.run(_golden_job(spec, {COVERAGE_ENV: str(config)}))
+        job = _golden_job(spec, {COVERAGE_ENV: str(config)})
+        # The run is sandboxed: the coverage folder is the one host folder it may write.
+        job = replace(job, request=replace(job.request, outputs=(folder,)))
+        run = runner.run(job)
         found = None
         if run.result.outcome is Outcome.completed:
             found = read_line_coverage(config, folder / "data", spec.original_tests)

@@ -6,7 +6,8 @@ A run needing n GPUs waits until n GPUs each have a free slot, takes them all
 at once (never some now and some later, which could deadlock two runs each
 holding half of what they need) and sees only those. A run needing more GPUs
 than the host has never waits: :func:`runners.execute.execute` answers it
-*unschedulable* before it gets here.
+*unschedulable* before it gets here. Every run is confined (runners/sandbox/) under this
+backend's ``limits``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 
 from runners.execute import execute
 from runners.inventory import local_inventory
+from runners.sandbox.limits import DEFAULT_LIMITS, Limits
 from runners.testrun.faults import DEFAULT_RETRIES
 from runners.testrun.pytest_run import PytestInvocation, PytestReport, run_pytest
 from runners.types import Capacity, Hardware, RunRequest, RunResult
@@ -94,12 +96,18 @@ class LocalBackend:
         retries: int = DEFAULT_RETRIES,
         mode: WorkspaceMode = WorkspaceMode.worktree,
         labels: tuple[str, ...] = (),
+        limits: Limits = DEFAULT_LIMITS,
+        shared: tuple[Path, ...] = (),
     ) -> None:
         if gpu_indices is None:
             gpu_indices, gpu_type = _host_gpus()
         self.workspace_root = workspace_root or default_workspace_root()
         self.retries = retries
         self.mode = mode
+        self.limits = limits
+        # Host folders every run may write besides its own (where an operator collects what
+        # runs report); never the registry's home nor a mirror.
+        self.shared = shared
         self._capacity = Capacity(
             cpu_slots=cpu_slots or default_cpu_slots(),
             gpus=len(gpu_indices),
@@ -119,7 +127,15 @@ class LocalBackend:
     def run_tests(self, invocation: PytestInvocation, hardware: Hardware) -> PytestReport:
         with self._slots.hold(hardware.gpus) as gpus:
             env = {**invocation.env, "CUDA_VISIBLE_DEVICES": ",".join(map(str, gpus))}
-            return run_pytest(replace(invocation, env=env, gpu_indices=gpus))
+            confinement = invocation.confinement
+            if confinement is not None:
+                writable = (*confinement.writable, *self.shared)
+                confinement = replace(
+                    confinement, writable=writable, gpus=bool(gpus), limits=self.limits
+                )
+            return run_pytest(
+                replace(invocation, env=env, gpu_indices=gpus, confinement=confinement)
+            )
 
 
 def _host_gpus() -> tuple[tuple[int, ...], str | None]:

@@ -52,7 +52,54 @@ def _sig(
 
 _MISSING = "not in the read-only asset cache and downloads are off (offline mode): {asset}"
 
+# The sandbox's own note that the run reached a limit of its cgroup (runners/sandbox/limits.py).
+_SANDBOX_NOTE = r"^\[probewatch sandbox\] the run reached its {} limit"
+
 SIGNATURES: tuple[Signature, ...] = (
+    # Limits of the run's sandbox. Its cgroup's evidence is about the whole run (the OOM
+    # killer ends a session, a refused fork may hit any test); what one process shows is
+    # about its test.
+    _sig(
+        FaultKind.memory_limit,
+        _SANDBOX_NOTE.format("memory"),
+        "the run went past its memory limit: a process was killed",
+        retryable=False,
+        per_test=False,
+    ),
+    _sig(
+        FaultKind.process_limit,
+        _SANDBOX_NOTE.format("process"),
+        "the run went past its process limit: a fork or a thread was refused",
+        retryable=False,
+        per_test=False,
+    ),
+    _sig(
+        FaultKind.memory_limit,
+        r"^(?:E\s+)?MemoryError\b|\bCannot allocate memory\b",
+        "a process of the run went past its memory limit",
+        retryable=False,
+    ),
+    _sig(
+        FaultKind.process_limit,
+        r"fork\(\)[^\n]*\n(?:[^\n]*\n){0,8}?[^\n]*\[Errno 11\] Resource temporarily unavailable"
+        r"|fork: (?:retry: )?Resource temporarily unavailable|can't start new thread",
+        "a process of the run went past its process limit (a fork or a thread was refused)",
+        retryable=False,
+    ),
+    _sig(
+        FaultKind.file_limit,
+        r"\[Errno 27\] File too large|File size limit exceeded|signal SIGXFSZ",
+        "a process of the run wrote a file past the file size limit",
+        retryable=False,
+        exits=(-25, 153),
+    ),
+    _sig(
+        FaultKind.cpu_limit,
+        r"CPU time limit exceeded|signal SIGXCPU",
+        "a process of the run used up its CPU time limit",
+        retryable=False,
+        exits=(-24, 152),
+    ),
     # pytest itself died of a SIGKILL the harness did not send: the kernel's OOM killer.
     _sig(
         FaultKind.harness_oom,

@@ -9,22 +9,27 @@ wait until it has really exited (a GPU is only free once its processes are
 gone). Resources come from ``wait4`` on the command itself: its CPU time and
 peak RSS, including the children it waited for. Unlike deltas of
 ``RUSAGE_CHILDREN`` this stays right when several runs share one process.
-Processes that leave the group (``setsid``) escape; containers close that gap.
+Processes that leave the group (``setsid``) would escape it; a command given a
+:class:`~runners.sandbox.enter.Confinement` runs in its sandbox, whose PID namespace
+ends them all with the command (runners/sandbox/).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO
 
+from runners.sandbox.enter import Confinement, sandboxed
 from runners.testrun.gpu_usage import process_status
+from runners.types import Sandboxing
 
 STOP_GRACE_S = 5.0  # between SIGTERM and SIGKILL
 CANNOT_START_EXIT = 127  # as a shell reports a command it cannot run
@@ -40,6 +45,7 @@ class CommandEnd:
     cpu_s: float
     max_rss_bytes: int
     timed_out: bool
+    sandbox: Sandboxing | None = None  # None: run without a confinement
 
 
 def run_in_group(
@@ -50,9 +56,47 @@ def run_in_group(
     log: IO[bytes],
     deadline: float,
     on_start: Callable[[int], None] | None = None,
+    confinement: Confinement | None = None,
 ) -> CommandEnd:
     """Run ``argv`` in a new process group, output to ``log``; stop the group at ``deadline``
-    (a ``time.monotonic()`` value). ``on_start`` gets the group id (a GPU sampler's)."""
+    (a ``time.monotonic()`` value). ``on_start`` gets the group id (a GPU sampler's).
+    With ``confinement`` the command runs in its sandbox."""
+    if confinement is not None and not _findable(argv[0], env):
+        # Inside the sandbox bubblewrap would fail to start it, and say so with status 1.
+        log.write(f"\n{NOTE_PREFIX}cannot start {argv[0]}: no such command\n".encode())
+        log.flush()
+        return CommandEnd(exit_code=CANNOT_START_EXIT, cpu_s=0.0, max_rss_bytes=0, timed_out=False)
+    with sandboxed(argv, confinement, cwd=cwd, log=log) as entered:
+        end = _run_in_group(
+            entered.argv, cwd, {**entered.env_additions, **env}, log, deadline, on_start
+        )
+    if entered.sandbox is not None and entered.sandbox.confined:
+        end = replace(end, exit_code=_signal_status(end.exit_code))
+    if entered.usage is not None:
+        cpu_s, peak = entered.usage
+        end = replace(end, cpu_s=max(end.cpu_s, cpu_s), max_rss_bytes=max(end.max_rss_bytes, peak))
+    return replace(end, sandbox=entered.sandbox)
+
+
+def _findable(command: str, env: Mapping[str, str]) -> bool:
+    return shutil.which(command, path=env.get("PATH", os.defpath)) is not None
+
+
+def _signal_status(exit_code: int) -> int:
+    """bubblewrap reports a command that died of signal N as status 128 + N; the harness
+    reads a death by signal as ``-N``, as ``wait`` gives it for a command run directly."""
+    number = exit_code - 128
+    return -number if exit_code > 128 and number in signal.valid_signals() else exit_code
+
+
+def _run_in_group(
+    argv: Sequence[str],
+    cwd: Path,
+    env: Mapping[str, str],
+    log: IO[bytes],
+    deadline: float,
+    on_start: Callable[[int], None] | None,
+) -> CommandEnd:
     log.flush()
     try:
         process = subprocess.Popen(

@@ -19,16 +19,17 @@ import shutil
 import signal
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO
 
 from runners.overlay import AppliedOverlay
+from runners.sandbox.enter import Confinement, sandbox_of
 from runners.testrun.gpu_usage import GpuSampler
 from runners.testrun.junit import JunitError, parse_junit_file, with_output
 from runners.testrun.process_group import NOTE_PREFIX, CommandEnd, run_in_group
 from runners.testrun.run_environment import PLUGIN_FOLDER
-from runners.types import Resources, RunRequest, TestCaseResult, TestStatus
+from runners.types import Resources, RunRequest, Sandboxing, TestCaseResult, TestStatus
 
 PLUGIN_MODULE = "probewatch_pytest_plugin"
 PLUGIN_SOURCE = Path(__file__).with_name("pytest_plugin.py")
@@ -59,6 +60,7 @@ class PytestInvocation:
     timeout_run_s: float = 3600.0
     gpu_indices: tuple[int, ...] = ()
     hard_grace_s: float = 5.0  # after a test's limit, before a stuck session is abandoned
+    confinement: Confinement | None = None  # the sandbox every command runs in; None: none
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,7 @@ class PytestReport:
     setup_failed: str | None = None  # the setup command that failed
     detail: str = ""
     full_log: str = ""  # the larger tail fault classification reads, without harness notes
+    sandbox: Sandboxing | None = None
 
 
 @dataclass
@@ -125,6 +128,7 @@ def run_pytest(invocation: PytestInvocation) -> PytestReport:
         if report is None:
             report = _sessions(invocation, state, log, deadline, meter, gpu)
     full = _tail(log_path, CLASSIFY_TAIL_CHARS)
+    report = replace(report, sandbox=sandbox_of(invocation.confinement))
     return _finish(report, meter.resources(gpu), full)
 
 
@@ -138,6 +142,7 @@ def _finish(report: PytestReport, resources: Resources, full: str) -> PytestRepo
         setup_failed=report.setup_failed,
         detail=report.detail,
         full_log=_without_notes(full),
+        sandbox=report.sandbox,
     )
 
 
@@ -218,6 +223,7 @@ def _run(
         log=log,
         deadline=deadline,
         on_start=gpu.watch,
+        confinement=invocation.confinement,
     )
 
 

@@ -58,8 +58,8 @@ def adv(adversarial_id: str) -> ControlRef:
     return ControlRef(kind=Control.adversarial, adversarial=adversarial_id)
 
 
-def runner_for(root: Path) -> ControlRunner:
-    backend = LocalBackend(workspace_root=root, cpu_slots=2, gpu_indices=())
+def runner_for(root: Path, shared: tuple[Path, ...] = ()) -> ControlRunner:
+    backend = LocalBackend(workspace_root=root, cpu_slots=2, gpu_indices=(), shared=shared)
     return ControlRunner(backend, workspace_root=root)
 
 
@@ -86,7 +86,8 @@ def report(memo: FixturePR, tmp_path_factory: pytest.TempPathFactory) -> Accepta
         probe("test_empty.py", NO_TEST_PROBE),
     ]
     root = tmp_path_factory.mktemp("runs")
-    return run_acceptance(inputs_for(memo), probes, runner_for(root))
+    # Runs are sandboxed: the counter is the one host folder they share.
+    return run_acceptance(inputs_for(memo), probes, runner_for(root, shared=(counter,)))
 
 
 def outcome(report: AcceptanceReport, name: str) -> ProbeOutcome:

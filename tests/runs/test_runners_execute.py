@@ -29,7 +29,7 @@ from runners.types import (
     TestOverlay,
 )
 from runners.workspace import WorkspaceMode, workspace
-from tests.runner_repos import FixtureRepo, git, pid_alive, worktrees
+from tests.runner_repos import FixtureRepo, git, pid_alive, processes_running, worktrees
 
 BUGGY = "def add(a, b):\n    return a - b\n\n\nclass Counter:\n    def __init__(self):\n        self.calls = 0\n"
 FIXED = "def add(a, b):\n    return a + b\n\n\nclass Counter:\n    def __init__(self):\n        self.calls = 0\n"
@@ -68,13 +68,30 @@ def task(tmp_path: Path) -> dict:
         "base": base,
         "golden": repo.diff(base, fixed),
         "root": tmp_path / "runs",
-        "record": tmp_path / "record.txt",
+        # Runs are sandboxed: what a test reports to the host goes to a folder the backend
+        # shares with every run.
+        "record": _shared(tmp_path) / "record.txt",
         "overlay": TestOverlay(
             replace_dirs=("tests",),
             files={"tests/test_calc.py": NEW_TEST},
             probes={PROBE_PATH: PROBE},
         ),
     }
+
+
+def _shared(tmp_path: Path) -> Path:
+    folder = tmp_path / "shared"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+def backend_for(task: dict, **options: object) -> LocalBackend:
+    return LocalBackend(
+        workspace_root=task["root"],
+        gpu_indices=(),
+        shared=(task["record"].parent,),
+        **options,  # type: ignore[arg-type]
+    )
 
 
 def request_for(task: dict, *patches: PatchSpec, **options: object) -> RunRequest:
@@ -91,7 +108,7 @@ def request_for(task: dict, *patches: PatchSpec, **options: object) -> RunReques
 
 
 def run(task: dict, request: RunRequest, **options: object) -> RunResult:
-    backend = LocalBackend(workspace_root=task["root"], cpu_slots=2, gpu_indices=())
+    backend = backend_for(task, cpu_slots=2)
     result = execute(request, backend, workspace_root=task["root"], **options)  # type: ignore[arg-type]
     assert leftovers(task["root"]) == []  # every attempt's tree removed
     assert worktrees(task["mirror"]) == [str(task["mirror"])]
@@ -183,7 +200,7 @@ def test_a_setup_command_quoting_a_fault_is_judged_by_its_output_not_its_text(ta
 
 
 def test_a_transient_system_fault_is_retried_in_a_fresh_tree(task: dict, tmp_path: Path) -> None:
-    flag = tmp_path / "failed-once"
+    flag = task["record"].parent / "failed-once"
     once = f"if [ ! -e {flag} ]; then touch {flag}; echo 'No space left on device' >&2; exit 1; fi"
     result = run(
         task,
@@ -397,12 +414,12 @@ def test_ctrl_c_during_a_real_run_stops_its_processes_and_removes_its_tree(task:
     hang = (
         "import os, subprocess, time\nfrom pathlib import Path\n\n"
         "def test_hangs():\n"
-        "    child = subprocess.Popen(['sleep', '300'])\n"
+        "    child = subprocess.Popen(['sleep', '299.25'])\n"
         "    Path(os.environ['RECORD']).write_text(f'{os.getpid()} {child.pid}')\n"
         "    time.sleep(300)\n"
     )
     request = request_for(task, overlay=TestOverlay(files={"tests/test_hang.py": hang}))
-    backend = LocalBackend(workspace_root=task["root"], gpu_indices=())
+    backend = backend_for(task)
     interrupt = threading.Timer(3.0, os.kill, (os.getpid(), signal.SIGINT))
     interrupt.start()
     try:
@@ -410,8 +427,9 @@ def test_ctrl_c_during_a_real_run_stops_its_processes_and_removes_its_tree(task:
             execute(request, backend, workspace_root=task["root"])
     finally:
         interrupt.cancel()
-    started = [int(pid) for pid in task["record"].read_text().split()]
-    assert len(started) == 2 and not [pid for pid in started if pid_alive(pid)]
+    # Process ids inside the run's PID namespace are not the host's: look for the child itself.
+    assert len(task["record"].read_text().split()) == 2
+    assert not [pid for pid in processes_running("sleep 299.25") if pid_alive(pid)]
     assert leftovers(task["root"]) == []
     assert worktrees(task["mirror"]) == [str(task["mirror"])]
 
@@ -484,7 +502,7 @@ def test_the_request_hardware_is_kept_when_it_asks_for_more() -> None:
 
 def test_concurrent_runs_share_the_mirror_safely(task: dict) -> None:
     results: list[RunResult] = []
-    backend = LocalBackend(workspace_root=task["root"], cpu_slots=2, gpu_indices=())
+    backend = backend_for(task, cpu_slots=2)
     golden = request_for(task, PatchSpec(name="golden", diff=task["golden"]))
 
     def one() -> None:
@@ -510,7 +528,7 @@ def test_setup_commands_install_into_a_per_run_overlay_not_the_shared_environmen
     shared = tmp_path / "shared-env"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(shared)], check=True)
     ref = EnvironmentRef(lock_hash="h", root=shared, python=shared / "bin" / "python")
-    where = tmp_path / "prefix.txt"
+    where = task["record"].parent / "prefix.txt"
     setup = f"python -c \"import sys; open('{where}', 'w').write(sys.prefix)\""
     run(task, request_for(task, environment=ref, setup_commands=(setup,)), retries=0)
     prefix = Path(where.read_text())
@@ -524,7 +542,7 @@ def test_setup_commands_without_an_environment_never_touch_probewatchs_interpret
 ) -> None:
     """A repository served by the host interpreter (the demo) still installs itself into the
     run's own layer: `pip install -e .` must not land in probewatch's environment."""
-    where = tmp_path / "prefix.txt"
+    where = task["record"].parent / "prefix.txt"
     setup = f"python -c \"import sys; open('{where}', 'w').write(sys.prefix)\""
     check = (
         "import torch\n\ndef test_sees_the_host_packages():\n    assert torch.zeros(1).sum() == 0\n"
@@ -645,7 +663,7 @@ def test_3_cascade():
 def test_tests_failing_after_a_fault_are_run_again_together_in_one_session(
     task: dict, tmp_path: Path
 ) -> None:
-    record = tmp_path / "sessions.log"
+    record = task["record"].parent / "sessions.log"
     code = CASCADE_AFTER_A_FAULT.replace("{record!r}", repr(str(record)))
     result = run(task, request_for(task, overlay=TestOverlay(files={"tests/test_c.py": code})))
 

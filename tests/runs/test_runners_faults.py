@@ -7,8 +7,27 @@ import pytest
 from runners.testrun.faults import SIGNATURES, classify, message_fault, missing_asset, with_retries
 from runners.types import Fault, FaultKind, Outcome, RunResult
 
+# The sandbox's limits come first: a cgroup's OOM kill is a memory limit, not the host's OOM.
+LIMIT_ROWS = [
+    (
+        "[probewatch sandbox] the run reached its memory limit (256 MiB)",
+        "a test printed: the run reached its memory limit",
+    ),
+    (
+        "[probewatch sandbox] the run reached its process limit (64)",
+        "[probewatch sandbox] the run reached its memory high-water mark",
+    ),
+    ("E   MemoryError", "def test_raises_memory_error_on_purpose(): pass"),
+    (
+        "    pid = os.fork()\nE   BlockingIOError: [Errno 11] Resource temporarily unavailable",
+        "sock.recv(1)\nE   BlockingIOError: [Errno 11] Resource temporarily unavailable",
+    ),
+    ("OSError: [Errno 27] File too large", "OSError: [Errno 28] the file is large"),
+    ("the test process died of signal SIGXCPU", "the test checked the CPU time it used"),
+]
 # One case per signature row, in table order: (a log it must match, a near miss it must not).
 ROWS = [
+    *LIMIT_ROWS,
     ("tests/test_big.py::test_alloc\nKilled\n", "Killed 3 stale workers before the test\n"),
     (
         "OSError: [Errno 28] No space left on device: '/tmp/ckpt.pt'",
@@ -104,9 +123,9 @@ def test_the_matching_line_is_the_evidence() -> None:
 @pytest.mark.parametrize(
     ("log", "asset"),
     [
-        (ROWS[2][0], "Qwen/Qwen2.5-0.5B"),
-        (ROWS[3][0], "Qwen/Qwen2.5-0.5B-Instruct"),
-        (ROWS[5][0], "openai/gsm8k"),
+        (ROWS[len(LIMIT_ROWS) + 2][0], "Qwen/Qwen2.5-0.5B"),
+        (ROWS[len(LIMIT_ROWS) + 3][0], "Qwen/Qwen2.5-0.5B-Instruct"),
+        (ROWS[len(LIMIT_ROWS) + 5][0], "openai/gsm8k"),
         (
             "OfflineModeIsEnabled: Cannot reach https://huggingface.co/datasets/openai/gsm8k/resolve/main/x.parquet",
             "openai/gsm8k",
@@ -115,7 +134,7 @@ def test_the_matching_line_is_the_evidence() -> None:
             "hf_hub_download(repo_id='meta/llama-tiny')\nLocalEntryNotFoundError: ...",
             "meta/llama-tiny",
         ),
-        (ROWS[6][0], "/run/home/models/Qwen/Qwen2.5-0.5B-Instruct"),
+        (ROWS[len(LIMIT_ROWS) + 6][0], "/run/home/models/Qwen/Qwen2.5-0.5B-Instruct"),
         (
             "OSError: Incorrect path_or_model_id: '/run/home/models/tiny'. Please provide either the path to a local folder or the repo_id of a model on the Hub.",
             "/run/home/models/tiny",
@@ -125,7 +144,7 @@ def test_the_matching_line_is_the_evidence() -> None:
             "E   OSError: Incorrect path_or_model_id: '/run/home/models/tiny'. Please provide",
             "/run/home/models/tiny",
         ),
-        (ROWS[4][0], "an asset the log does not name"),
+        (ROWS[len(LIMIT_ROWS) + 4][0], "an asset the log does not name"),
         (
             "OSError: We couldn't connect to 'https://huggingface.co' to load the files. See https://huggingface.co/docs/transformers/installation#offline-mode",
             "an asset the log does not name",
@@ -140,9 +159,11 @@ def test_a_missing_asset_is_named(log: str, asset: str) -> None:
 
 
 def test_a_missing_path_under_the_runs_home_is_named_from_home() -> None:
-    fault = classify(ROWS[6][0], 1, home="/run/home")
+    fault = classify(ROWS[len(LIMIT_ROWS) + 6][0], 1, home="/run/home")
     assert fault is not None and "~/models/Qwen/Qwen2.5-0.5B-Instruct" in fault.detail
-    other = classify(ROWS[6][0], 1, home="/run/ho")  # a prefix of a folder name is not home
+    other = classify(
+        ROWS[len(LIMIT_ROWS) + 6][0], 1, home="/run/ho"
+    )  # a prefix of a folder name is not home
     assert other is not None and "/run/home/models/Qwen" in other.detail
 
 

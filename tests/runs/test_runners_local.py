@@ -116,9 +116,11 @@ def _request(repo: tuple[Path, str], record: Path, run: str, **options: object) 
 
 def test_runs_see_only_the_gpus_they_were_given(tmp_path: Path, repo: tuple[Path, str]) -> None:
     # The host inventory is the boundary: this backend is told it has GPUs 0 and 1.
-    backend = LocalBackend(workspace_root=tmp_path / "runs", gpu_indices=(0, 1), gpu_type="H100")
     record = tmp_path / "record"
     record.mkdir()
+    backend = LocalBackend(
+        workspace_root=tmp_path / "runs", gpu_indices=(0, 1), gpu_type="H100", shared=(record,)
+    )
     for run, gpus in (("cpu", 0), ("one", 1), ("two", 2)):
         result = backend.run(_request(repo, record, run, hardware=Hardware(gpus=gpus)))
         assert result.outcome is Outcome.completed, result.log
@@ -139,9 +141,11 @@ def test_more_gpus_or_another_gpu_type_than_offered_is_unschedulable(
 
 
 def test_a_cpu_slot_limit_of_one_serialises_runs(tmp_path: Path, repo: tuple[Path, str]) -> None:
-    backend = LocalBackend(workspace_root=tmp_path / "runs", cpu_slots=1, gpu_indices=())
     record = tmp_path / "record"
     record.mkdir()
+    backend = LocalBackend(
+        workspace_root=tmp_path / "runs", cpu_slots=1, gpu_indices=(), shared=(record,)
+    )
     threads = [
         threading.Thread(
             target=backend.run, args=(_request(repo, record, f"r{i}", env={"HOLD": "1"}),)
