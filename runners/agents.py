@@ -7,12 +7,14 @@ the past only). The statement lies outside the tree (``task/statement.md``);
 the agent's environment is the host's scrubbed of probewatch's settings and
 every credential, plus the variables the evaluator passes on purpose; HOME and
 TMPDIR are the run's own. A command agent runs in a process group of its own,
-killed as a whole when the budget runs out. The submission is the patch file
+killed as a whole when the budget runs out, in a sandbox (runners/sandbox/) that shows it its
+tree, its task folder, its environment and the program's own files, with the network (its
+model's endpoint) but nothing else of the host: not the registry, not the mirrors. The
+submission is the patch file
 the agent wrote (``{patch_file}``) when it wrote one, else the diff of the
 work tree against the base, taken through an index *outside* the agent's
 ``.git`` (an agent that rewrites its own history or objects changes nothing
-about what is read). Only the host's files are not hidden: run agents in a
-container when they must not read the rest of this machine.
+about what is read).
 """
 
 from __future__ import annotations
@@ -20,10 +22,12 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from itertools import pairwise
 from pathlib import Path
@@ -35,9 +39,12 @@ from unidiff.patch import PatchSet
 from probewatch.errors import RunnerError
 from probewatch.testfiles import TestFiles
 from runners.patches import PatchError, parse_changes
+from runners.sandbox.enter import Confinement
+from runners.sandbox.limits import DEFAULT_LIMITS, Limits
+from runners.sandbox.paths import interpreter_paths
 from runners.testrun.process_group import CANNOT_START_EXIT, NOTE_PREFIX, run_in_group
 from runners.testrun.run_environment import scrub_environment
-from runners.types import EnvironmentRef, Hardware, PatchSpec
+from runners.types import EnvironmentRef, Hardware, PatchSpec, Sandboxing
 from runners.workspace import WorkspaceError, force_rmtree, git, resolve_commit
 
 DEFAULT_BUDGET_S = 2.5 * 3600  # InfraDev's budget per task
@@ -134,6 +141,7 @@ class AgentSession:
     budget_s: float
     env: Mapping[str, str]
     deadline: float  # a time.monotonic() value
+    confinement: Confinement | None = None  # the sandbox a command agent runs in
 
     def placeholder_values(self) -> dict[str, str]:
         return {
@@ -151,6 +159,7 @@ class ProgramEnd:
     exit_code: int
     timed_out: bool = False
     cpu_s: float = 0.0
+    sandbox: Sandboxing | None = None
 
     @property
     def outcome(self) -> AgentOutcome:
@@ -176,10 +185,36 @@ class CommandAgent:
 
     def act(self, session: AgentSession, transcript: IO[bytes]) -> ProgramEnd:
         argv = render_command(self.template, session.placeholder_values())
+        confinement = session.confinement
+        if confinement is not None:
+            own = program_files(argv, session.env.get("PATH", ""))
+            confinement = replace(confinement, readable=(*confinement.readable, *own))
         end = run_in_group(
-            argv, cwd=session.workdir, env=session.env, log=transcript, deadline=session.deadline
+            argv,
+            cwd=session.workdir,
+            env=session.env,
+            log=transcript,
+            deadline=session.deadline,
+            confinement=confinement,
         )
-        return ProgramEnd(exit_code=end.exit_code, timed_out=end.timed_out, cpu_s=end.cpu_s)
+        return ProgramEnd(
+            exit_code=end.exit_code, timed_out=end.timed_out, cpu_s=end.cpu_s, sandbox=end.sandbox
+        )
+
+
+def program_files(argv: Sequence[str], path: str) -> tuple[Path, ...]:
+    """The agent program's own files, shown read-only in its sandbox: the command (found on
+    ``path``) and its script (a first argument that is a file: ``python agent.py``). Nothing
+    else the command line names is shown; what else the program needs is the request's
+    ``readable``."""
+    found = []
+    command = shutil.which(argv[0], path=path) if argv else None
+    if command:
+        found.append(Path(command))
+    script = argv[1] if len(argv) > 1 else ""
+    if os.path.isabs(script) and os.path.isfile(script):
+        found.append(Path(script))
+    return tuple(found)
 
 
 @dataclass(frozen=True)
@@ -216,6 +251,8 @@ class AgentRequest:
     # The task's environment: the agent works in a writable layer over it (its python and
     # pip first on PATH), as every grading run of the task does.
     environment: EnvironmentRef | None = None
+    limits: Limits = DEFAULT_LIMITS
+    readable: tuple[Path, ...] = ()  # what the agent program needs besides its own files
 
 
 @dataclass(frozen=True)
@@ -228,6 +265,7 @@ class AgentResult:
     cpu_s: float = 0.0
     transcript: str = ""  # the tail of what the agent printed
     detail: str = ""
+    sandbox: Sandboxing | None = None  # None: a built-in agent, nothing of it ran
 
     @property
     def empty(self) -> bool:
@@ -308,6 +346,7 @@ def _prepare(layout: _Layout, request: AgentRequest, sha: str) -> None:
 
 def _work(layout: _Layout, request: AgentRequest, sha: str, gpus: tuple[int, ...]) -> AgentResult:
     started = time.monotonic()
+    layer = _layer(layout, request)
     session = AgentSession(
         workdir=layout.tree,
         statement_file=layout.task / STATEMENT_FILE,
@@ -315,10 +354,9 @@ def _work(layout: _Layout, request: AgentRequest, sha: str, gpus: tuple[int, ...
         statement=request.statement,
         model=request.model,
         budget_s=request.budget_s,
-        env=agent_environment(
-            request, home=layout.home, tmp=layout.tmp, gpus=gpus, layer=_layer(layout, request)
-        ),
+        env=agent_environment(request, home=layout.home, tmp=layout.tmp, gpus=gpus, layer=layer),
         deadline=started + request.budget_s,
+        confinement=agent_confinement(layout, request, layer, gpus=bool(gpus)),
     )
     with open(layout.transcript, "ab") as transcript:
         end = request.program.act(session, transcript)
@@ -333,6 +371,26 @@ def _work(layout: _Layout, request: AgentRequest, sha: str, gpus: tuple[int, ...
         cpu_s=end.cpu_s,
         transcript=_tail(layout.transcript),
         detail=_detail(end, request.budget_s),
+        sandbox=end.sandbox,
+    )
+
+
+def agent_confinement(
+    layout: _Layout, request: AgentRequest, layer: EnvironmentRef | None, *, gpus: bool
+) -> Confinement:
+    """An agent's sandbox: its tree, output, HOME, TMPDIR and layer writable; its task, its
+    environment (or probewatch's interpreter) read-only; the network on."""
+    python = layer.python if layer is not None else Path(sys.executable)
+    writable = [layout.tree, layout.out, layout.home, layout.tmp]
+    if layer is not None:
+        writable.append(layer.root)
+    readable = (layout.task, *interpreter_paths(python), *request.readable)
+    return Confinement(
+        writable=tuple(writable),
+        readable=readable,
+        network=True,
+        gpus=gpus,
+        limits=request.limits,
     )
 
 

@@ -115,7 +115,8 @@ def test_one_environment_per_task_serves_validation_the_agent_and_grading(
     with session_scope(sqlite_engine) as session:
         model_in = ModelCreate(name="m", knowledge_cutoff=date(2000, 1, 1))
         model = register_model(session=session, model_in=model_in)
-        peek = f"python -c \"import sys; open('{tmp_path / 'prefix.txt'}', 'w').write(sys.prefix)\""
+        # The agent is sandboxed: it leaves its prefix in its own HOME, kept after the run.
+        peek = "python -c \"import os, sys; open(os.environ['HOME'] + '/prefix.txt', 'w').write(sys.prefix)\" {statement_file}"
         agent_in = AgentCreate(name="peek", command=peek, model_id=model.id)
         register_agent(session=session, agent_in=agent_in)
     harness = Harness(
@@ -123,12 +124,14 @@ def test_one_environment_per_task_serves_validation_the_agent_and_grading(
         backend=backend,
         repos=lambda _: RepoSetup(pr.repo, settings),
         agent_root=tmp_path / "agent-runs",
+        keep_agent_trees=True,
     )
     report = harness.run(EvalRequest(agent="oracle"))
     (graded,) = report.results
     assert graded.resolved(ScoreSuite.original)  # graded in the task's environment
     harness.run(EvalRequest(agent="peek"))
-    agent_prefix = Path((tmp_path / "prefix.txt").read_text())
+    (left,) = (tmp_path / "agent-runs").glob("*/home/prefix.txt")
+    agent_prefix = Path(left.read_text())
     assert agent_prefix.name == "venv" and agent_prefix.is_relative_to(tmp_path / "agent-runs")
 
     assert sorted(e.lock_hash for e in list_environments(env_home)) == environments  # none new
