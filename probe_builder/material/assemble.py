@@ -27,8 +27,9 @@ from probe_builder.material.statement_checks import (
     golden_code_tokens,
     lint_statement,
 )
-from probe_builder.promises.assertions import AssertionProfile, profile_test_patch
+from probe_builder.promises.assertions import AssertionProfile
 from probe_builder.promises.extract import ExtractedPromise, extract_promises, with_proposed
+from probe_builder.promises.linking import code_under_test
 from probe_builder.promises.verdicts import PromiseCheck, judge_promises
 from runners.types import Hardware
 
@@ -117,9 +118,9 @@ def build_material(
     proposed = author.propose_promises(request)
     promises = with_proposed(found, proposed, pr.title, pr.body)
     hollow = build_hollow_patch(split.golden_files, base=base, head=head)
-    profile = profile_test_patch(split.test_files, head=head)
-    changed = [f.qualname for f in hollow.functions] + [s.dotted for s in contract.symbols]
-    checks = tuple(judge_promises(promises, profile, changed_symbols=changed))
+    code = code_under_test(split, head=head, contract=contract)
+    profile = code.profile
+    checks = tuple(judge_promises(promises, code))
     inputs = StatementInputs(pr.title, pr.body, contract, promises, hardware or Hardware())
     rendered = render_statement(inputs)
     request = replace(request, promises=promises, statement=rendered)

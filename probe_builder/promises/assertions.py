@@ -16,7 +16,7 @@ import ast
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from probe_builder.gitio import TreeReader
@@ -28,6 +28,7 @@ from probe_builder.material.pysource import (
     dotted_name,
     iter_definitions,
 )
+from probewatch.testfiles import is_pytest_module
 
 
 class AssertionKind(StrEnum):
@@ -129,6 +130,16 @@ ASSERT_CALL = re.compile(r"^(assert\w*|fail)$")
 RESET_METHODS = re.compile(
     r"^(reset\w*|clear\w*|invalidate\w*|reinit\w*|restart|offload\w*|onload\w*|wake_up|sleep|resume|load_state_dict|zero_\w*|free\w*|release\w*)$"
 )
+# Receivers every call in a method goes through: binding through them would make every
+# assertion depend on everything the test touches.
+SHARED_RECEIVERS = frozenset({"self", "cls"})
+# A save followed by a load: the state after it is the state the save kept.
+SAVE_NAMES = re.compile(r"(^|_)(save|dump|serialize|write|checkpoint)(_|$)|^state_dict$", re.I)
+LOAD_NAMES = re.compile(
+    r"(^|_)(load|restore|deserialize|read|resume)(_|$)|^load_state_dict$|^from_pretrained$", re.I
+)
+# Functions pytest calls around tests, or a file's private helpers: not entry points.
+FIXTURE = re.compile(r"^(_|setup|teardown|setUp|tearDown)")
 MODE_NAMES = re.compile(
     r"torch\.compile|cuda\.graph|CUDAGraph|make_graphed_callables|capture_begin|\.replay$|cuda_?graph|_dynamo"
 )
@@ -145,6 +156,7 @@ class AssertionSite:
     kind: AssertionKind
     observables: tuple[Observable, ...]
     text: str  # first line of the assertion
+    depends_on: frozenset[str] = frozenset()  # names its value is computed from
 
 
 @dataclass(frozen=True)
@@ -158,6 +170,8 @@ class TestTraits:
     reset_line: int | None
     under_mode: bool  # graph capture/replay or torch.compile
     talks_comm: bool  # mentions a communication primitive
+    helpers: frozenset[str] = frozenset()  # functions of its own file it calls
+    round_trip_line: int | None = None  # a load after a save
 
 
 @dataclass(frozen=True)
@@ -171,7 +185,9 @@ class AssertionProfile:
         return {kind: counter.get(kind, 0) for kind in AssertionKind}
 
     def in_test(self, test: TestTraits) -> list[AssertionSite]:
-        return [a for a in self.assertions if a.path == test.path and a.test == test.name]
+        """The test's assertions and those of the helpers of its file that it calls."""
+        names = {test.name, *test.helpers}
+        return [a for a in self.assertions if a.path == test.path and a.test in names]
 
 
 def _observables(expr: ast.AST, taint: dict[str, set[Observable]]) -> set[Observable]:
@@ -273,6 +289,21 @@ def _state_trait(function: ast.AST) -> tuple[bool, int | None]:
     return False, None
 
 
+def _round_trip_line(function: ast.AST) -> int | None:
+    """The line of the first load-like call after a save-like call, if any."""
+    calls = sorted(
+        (node.lineno, (call_name(node) or "").rsplit(".", 1)[-1])
+        for node in ast.walk(function)
+        if isinstance(node, ast.Call)
+    )
+    saved = False
+    for line, name in calls:
+        if saved and LOAD_NAMES.search(name):
+            return line
+        saved = saved or SAVE_NAMES.search(name) is not None
+    return None
+
+
 def _references(function: ast.AST) -> frozenset[str]:
     names = set()
     for node in ast.walk(function):
@@ -283,8 +314,76 @@ def _references(function: ast.AST) -> frozenset[str]:
     return frozenset(names)
 
 
-def _traits(path: str, qualname: str, function: ast.AST) -> TestTraits:
+def _parts(expr: ast.AST) -> set[str]:
+    """Every name and attribute an expression mentions."""
+    found: set[str] = set()
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Name):
+            found.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            found.add(node.attr)
+    return found
+
+
+def _bindings(function: ast.AST) -> list[tuple[set[str], ast.AST]]:
+    """(names bound, the expression they are bound from) for every binding in ``function``."""
+    found: list[tuple[set[str], ast.AST]] = []
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            found.append(({n for t in targets for n in _parts(t)}, node.value))
+        elif isinstance(node, ast.For | ast.AsyncFor):
+            found.append((_parts(node.target), node.iter))
+        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+            found.append((_parts(node.optional_vars), node.context_expr))
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            func = node.value.func  # obj.update(x): obj now depends on update and x
+            if isinstance(func, ast.Attribute):
+                found.append((_parts(func.value), node.value))
+    return found
+
+
+def dependencies(
+    function: ast.AST, outer: dict[str, set[str]] | None = None
+) -> dict[str, set[str]]:
+    """For each name bound in ``function``, the names its value is computed from (through
+    the ``outer`` bindings, a module's, too)."""
+    bindings = _bindings(function)
+    depends: dict[str, set[str]] = {k: set(v) for k, v in (outer or {}).items()}
+    for _ in range(3):  # a short fixpoint through chains of names
+        for targets, value in bindings:
+            used = _parts(value)
+            used |= {d for u in used for d in depends.get(u, ())}
+            for target in targets - SHARED_RECEIVERS:
+                depends.setdefault(target, set()).update(used)
+    return depends
+
+
+def depends_on(expr: ast.AST, depends: dict[str, set[str]]) -> frozenset[str]:
+    used = _parts(expr)
+    return frozenset(used | {d for u in used for d in depends.get(u, ())})
+
+
+def module_dependencies(tree: ast.Module) -> dict[str, set[str]]:
+    """Names bound at module level (``fused = FusedThing()``) and what they are built from."""
+    statements = [
+        s
+        for s in tree.body
+        if not isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+    ]
+    return dependencies(ast.Module(body=statements, type_ignores=[]))
+
+
+def _traits(
+    path: str,
+    qualname: str,
+    function: ast.AST,
+    helpers: frozenset[str],
+    module: dict[str, set[str]] | None = None,
+) -> TestTraits:
     references = _references(function)
+    if module:
+        references |= {d for r in references for d in module.get(r, ())}
     repeated, reset_line = _state_trait(function)
     joined = " ".join(sorted(references))
     return TestTraits(
@@ -296,40 +395,125 @@ def _traits(path: str, qualname: str, function: ast.AST) -> TestTraits:
         reset_line=reset_line,
         under_mode=MODE_NAMES.search(joined) is not None,
         talks_comm=COMM_NAMES.search(joined) is not None,
+        helpers=helpers,
+        round_trip_line=_round_trip_line(function),
+    )
+
+
+def _helpers_called(
+    function: ast.AST, functions: dict[str, ast.AST], qualname: str
+) -> frozenset[str]:
+    """Functions of the same file ``function`` calls, transitively."""
+    seen: set[str] = set()
+    todo = [function]
+    while todo:
+        for node in ast.walk(todo.pop()):
+            name = call_name(node) if isinstance(node, ast.Call) else None
+            last = name.rsplit(".", 1)[-1] if name else None
+            for candidate in (name, last):
+                if candidate in functions and candidate not in seen and candidate != qualname:
+                    seen.add(candidate)
+                    todo.append(functions[candidate])
+    return frozenset(seen)
+
+
+def _merged(traits: TestTraits, helpers: Sequence[TestTraits]) -> TestTraits:
+    """A test's traits with the references of the helpers it calls."""
+    references = traits.references.union(*(h.references for h in helpers))
+    joined = " ".join(sorted(references))
+    return replace(
+        traits,
+        references=references,
+        under_mode=MODE_NAMES.search(joined) is not None,
+        talks_comm=COMM_NAMES.search(joined) is not None,
     )
 
 
 def profile_source(
     path: str, text: str, added_lines: Iterable[int] | None = None
 ) -> AssertionProfile:
-    """Profile one test file; ``added_lines`` None means every line is new."""
+    """Profile one test file; ``added_lines`` None means every line is new.
+
+    A test is a function named ``test*``, any other function on an added line that asserts
+    (a check run from a script), or any function a test module adds (a script's ``main``);
+    a helper of the file it calls counts as part of it.
+    """
     source = Source(path, text)
     added = None if added_lines is None else set(added_lines)
+    module = module_dependencies(source.tree)
     sites: list[AssertionSite] = []
-    tests: list[TestTraits] = []
+    functions: dict[str, ast.AST] = {}
+    touched: list[tuple[str, ast.AST]] = []
     for definition in iter_definitions(source.tree):
         if not definition.is_function or any(
             not isinstance(p, ast.ClassDef) for p in definition.parents
         ):
             continue  # nested helpers are profiled with their enclosing function
-        span = set(definition.lines())
-        if added is not None and not span & added:
+        functions[definition.qualname] = definition.node
+        functions.setdefault(definition.node.name, definition.node)
+        if added is not None and not set(definition.lines()) & added:
             continue
-        taint = _taint(definition.node)
-        for node, expr, error_path in _assertion_nodes(definition.node):
-            line = node.lineno  # type: ignore[attr-defined]
-            if added is not None and line not in added:
-                continue
-            kind, observed = (
-                (AssertionKind.error_path, set()) if error_path else classify(expr, taint)
+        touched.append((definition.qualname, definition.node))
+        sites.extend(_sites(source, definition.qualname, definition.node, added, module))
+    asserting = {s.test for s in sites}
+    called = {h for _, node in touched for h in _helpers_called(node, functions, "")}
+    tests = []
+    for qualname, node in touched:
+        name = qualname.rsplit(".", 1)[-1]
+        entry = is_pytest_module(path) and not {qualname, name} & called and not FIXTURE.match(name)
+        if not (name.startswith("test") or qualname in asserting or entry):
+            continue
+        helpers = _helpers_called(node, functions, qualname)
+        own = _traits(path, qualname, node, helpers, module)
+        used = [_traits(path, h, functions[h], frozenset(), module) for h in sorted(helpers)]
+        tests.append(_merged(own, used))
+    return AssertionProfile(tuple(_through_helpers(sites, functions, module)), tuple(tests))
+
+
+def _through_helpers(
+    sites: list[AssertionSite], functions: dict[str, ast.AST], module: dict[str, set[str]]
+) -> list[AssertionSite]:
+    """An assertion on a helper's result depends on what the helper uses, and a name the
+    module binds on what it is built from."""
+    inside = {name: _parts(node) for name, node in functions.items()}
+    widened = []
+    for site in sites:
+        names = set(site.depends_on)
+        for name in site.depends_on & inside.keys():
+            names |= inside[name]
+        names |= {d for n in list(names) for d in module.get(n, ())}
+        widened.append(replace(site, depends_on=frozenset(names)))
+    return widened
+
+
+def _sites(
+    source: Source,
+    qualname: str,
+    function: ast.AST,
+    added: set[int] | None,
+    module: dict[str, set[str]],
+) -> list[AssertionSite]:
+    taint = _taint(function)
+    depends = dependencies(function, module)
+    sites = []
+    for node, expr, error_path in _assertion_nodes(function):
+        line = node.lineno  # type: ignore[attr-defined]
+        if added is not None and line not in added:
+            continue
+        kind, observed = (AssertionKind.error_path, set()) if error_path else classify(expr, taint)
+        first = source.segment(node).splitlines()[0].strip()
+        sites.append(
+            AssertionSite(
+                source.path,
+                line,
+                qualname,
+                kind,
+                tuple(sorted(observed)),
+                first,
+                depends_on(expr, depends),
             )
-            first = source.segment(node).splitlines()[0].strip()
-            sites.append(
-                AssertionSite(path, line, definition.qualname, kind, tuple(sorted(observed)), first)
-            )
-        if definition.node.name.startswith("test"):
-            tests.append(_traits(path, definition.qualname, definition.node))
-    return AssertionProfile(tuple(sites), tuple(tests))
+        )
+    return sites
 
 
 def profile_test_patch(test_files: Sequence[FileDiff], *, head: TreeReader) -> AssertionProfile:

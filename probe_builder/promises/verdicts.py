@@ -1,18 +1,25 @@
 """Per-promise verdict on the PR's own tests: checked, exercised or unchecked.
 
-``checked`` needs an added assertion on the promise's observable: memory
-promises need an assertion that reads a memory API, time promises a timer,
-traffic promises counted bytes or calls in a test that talks to a
-communication primitive, state promises a test that drives one object through
-repeated calls and a reset and asserts after the reset, mode promises an
-assertion in a test under graph capture/replay or ``torch.compile``, numeric
-promises a tolerance or allclose assertion, functional promises any
-assertion. ``exercised``: the tests run the changed code but do not assert
-that; ``unchecked``: no added test touches it. The rules are a table.
+A promise is judged on the tests that reach the changed symbols it concerns
+(:mod:`probe_builder.promises.linking`), and, except for resources a test
+observes itself, only on assertions whose value is computed from those
+symbols; an existence check (``is not None``, ``isinstance``) checks nothing.
+When the quote names no changed symbol the link is weak and the verdict is at
+most ``exercised``. ``checked`` needs an added assertion on the promise's
+observable: memory promises an assertion that reads a memory API, time
+promises a timer, traffic promises counted bytes or calls in a test that
+talks to a communication primitive, state promises a value asserted after a
+reset of a repeatedly used object or after a save and a load, mode promises
+an assertion in a test under graph capture/replay or ``torch.compile``,
+numeric promises a tolerance or allclose assertion, functional promises a
+value, error or call assertion. ``exercised``: the tests (or a launch script
+of the test patch) run the code but do not assert that; ``unchecked``: no
+added test reaches it. The rules are a table.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
@@ -24,9 +31,18 @@ from probe_builder.promises.assertions import (
     TestTraits,
 )
 from probe_builder.promises.extract import ExtractedPromise
+from probe_builder.promises.linking import (
+    CodeUnderTest,
+    Link,
+    TestScript,
+    link,
+    nearby_tests,
+    reaching_scripts,
+    reaching_tests,
+)
 from task_registry.types import PromiseCategory, PromiseVerdict
 
-Rule = Callable[[AssertionProfile, TestTraits, list[AssertionSite]], AssertionSite | None]
+Rule = Callable[[TestTraits, list[AssertionSite]], AssertionSite | None]
 
 
 @dataclass(frozen=True)
@@ -51,19 +67,37 @@ def _first(
     return None
 
 
-def _memory(
-    _: AssertionProfile, __: TestTraits, sites: list[AssertionSite]
-) -> AssertionSite | None:
+# What a functional promise's assertion may be: a value, a number, an observed call or
+# an error; a shape, a type or ``is not None`` says nothing about behaviour.
+VALUE_KINDS = (
+    AssertionKind.functional,
+    AssertionKind.numeric,
+    AssertionKind.resource,
+    AssertionKind.error_path,
+)
+
+
+# Existence checks: true of any value the code returns, so they check no promise.
+VACUOUS = re.compile(r"\bis not None\b|assertIsNotNone\(|\b(isinstance|hasattr|callable)\(")
+
+
+def _telling(sites: Sequence[AssertionSite]) -> list[AssertionSite]:
+    """Value assertions and structural ones that can fail for a returned value (a shape,
+    ``is None`` after a reset); the state and mode rules accept these."""
+    return [
+        s for s in sites if s.kind is not AssertionKind.structural or not VACUOUS.search(s.text)
+    ]
+
+
+def _memory(test: TestTraits, sites: list[AssertionSite]) -> AssertionSite | None:
     return _first(sites, kinds=[AssertionKind.resource], observables=[Observable.memory])
 
 
-def _time(_: AssertionProfile, __: TestTraits, sites: list[AssertionSite]) -> AssertionSite | None:
+def _time(test: TestTraits, sites: list[AssertionSite]) -> AssertionSite | None:
     return _first(sites, kinds=[AssertionKind.resource], observables=[Observable.time])
 
 
-def _traffic(
-    _: AssertionProfile, test: TestTraits, sites: list[AssertionSite]
-) -> AssertionSite | None:
+def _traffic(test: TestTraits, sites: list[AssertionSite]) -> AssertionSite | None:
     if not test.talks_comm:
         return None
     return _first(
@@ -71,30 +105,28 @@ def _traffic(
     )
 
 
-def _state(
-    _: AssertionProfile, test: TestTraits, sites: list[AssertionSite]
-) -> AssertionSite | None:
-    if not test.repeated_with_reset or test.reset_line is None:
+def _state(test: TestTraits, sites: list[AssertionSite]) -> AssertionSite | None:
+    """A value asserted after a reset of a repeatedly used object, or after a save-load."""
+    starts = [test.round_trip_line]
+    if test.repeated_with_reset:
+        starts.append(test.reset_line)
+    lines = [line for line in starts if line is not None]
+    if not lines:
         return None
-    return _first([s for s in sites if s.line > test.reset_line])
+    after = [s for s in sites if s.line > min(lines) and s.test == test.name]
+    return _first(_telling(after))
 
 
-def _mode(
-    _: AssertionProfile, test: TestTraits, sites: list[AssertionSite]
-) -> AssertionSite | None:
-    return _first(sites) if test.under_mode else None
+def _mode(test: TestTraits, sites: list[AssertionSite]) -> AssertionSite | None:
+    return _first(_telling(sites)) if test.under_mode else None
 
 
-def _numeric(
-    _: AssertionProfile, __: TestTraits, sites: list[AssertionSite]
-) -> AssertionSite | None:
+def _numeric(test: TestTraits, sites: list[AssertionSite]) -> AssertionSite | None:
     return _first(sites, kinds=[AssertionKind.numeric])
 
 
-def _functional(
-    _: AssertionProfile, __: TestTraits, sites: list[AssertionSite]
-) -> AssertionSite | None:
-    return _first(sites)
+def _functional(test: TestTraits, sites: list[AssertionSite]) -> AssertionSite | None:
+    return _first(sites, kinds=VALUE_KINDS)
 
 
 RULES: dict[PromiseCategory, Rule] = {
@@ -106,43 +138,74 @@ RULES: dict[PromiseCategory, Rule] = {
     PromiseCategory.numeric: _numeric,
     PromiseCategory.functional: _functional,
 }
+# Categories whose observable is read by the test itself (a memory API, a timer, a
+# counted call): the assertion need not be computed from the linked symbol.
+OBSERVED_BY_THE_TEST = (PromiseCategory.memory, PromiseCategory.time, PromiseCategory.traffic)
 
 
-def _relevant_tests(
-    profile: AssertionProfile, changed_symbols: Collection[str]
-) -> list[TestTraits]:
-    """Added tests that reference a changed symbol (all added tests when none are given)."""
-    if not changed_symbols:
-        return list(profile.tests)
-    wanted = {s.rsplit(".", 1)[-1] for s in changed_symbols}
-    return [t for t in profile.tests if any(r.rsplit(".", 1)[-1] in wanted for r in t.references)]
+def _on_linked(
+    sites: list[AssertionSite], names: frozenset[str], category: PromiseCategory
+) -> list[AssertionSite]:
+    """The assertions whose value is computed from a linked symbol."""
+    if category in OBSERVED_BY_THE_TEST:
+        return sites
+    return [s for s in sites if s.depends_on & names]
 
 
-def judge_promise(
-    promise: ExtractedPromise, profile: AssertionProfile, *, changed_symbols: Collection[str] = ()
-) -> PromiseCheck:
-    tests = _relevant_tests(profile, changed_symbols)
+def _checking_site(
+    promise: ExtractedPromise, code: CodeUnderTest, linked: Link, tests: list[TestTraits]
+) -> tuple[TestTraits, AssertionSite] | None:
+    if not linked.strong:
+        return None  # weak evidence: the tests may run the code, they do not check the promise
     rule = RULES[promise.category]
     for test in tests:
-        site = rule(profile, test, profile.in_test(test))
+        sites = code.profile.in_test(test)
+        if linked.names:
+            sites = _on_linked(sites, linked.names, promise.category)
+        site = rule(test, sites)
         if site is not None:
-            evidence = f"{site.path}:{site.line} {test.name}: {site.text}"
-            return PromiseCheck(promise, PromiseVerdict.checked, evidence)
-    if tests:
-        names = ", ".join(t.name for t in tests[:3])
-        return PromiseCheck(
-            promise,
-            PromiseVerdict.exercised,
-            f"run by {names} without a {promise.category} assertion",
-        )
-    return PromiseCheck(promise, PromiseVerdict.unchecked, "no added test touches the changed code")
+            return test, site
+    return None
+
+
+def _exercised_by(linked: Link, code: CodeUnderTest, tests: list[TestTraits]) -> str | None:
+    """Why the promised code runs without a check, strongest evidence first; None: it does not."""
+    nearby = nearby_tests(linked, code) if linked.strong else []
+    scripts = reaching_scripts(linked, code)
+    reasons = (
+        (tests, "run by {} without an assertion on what it promises"),
+        (nearby, "{} use the code beside it; nothing asserts on it"),
+        (scripts, "run by {}, which asserts nothing on it"),
+    )
+    for found, reason in reasons:
+        if found:
+            return reason.format(", ".join(_name(f) for f in found[:3]))
+    return None
+
+
+def _name(found: TestTraits | TestScript) -> str:
+    return found.name if isinstance(found, TestTraits) else found.path
+
+
+def judge_promise(promise: ExtractedPromise, code: CodeUnderTest) -> PromiseCheck:
+    """Checked, exercised or unchecked, on the tests that reach what the promise concerns."""
+    linked = link(promise.quote, code)
+    tests = reaching_tests(linked, code)
+    found = _checking_site(promise, code, linked, tests)
+    if found is not None:
+        test, site = found
+        evidence = f"{site.path}:{site.line} {test.name}: {site.text}"
+        return PromiseCheck(promise, PromiseVerdict.checked, evidence)
+    reason = _exercised_by(linked, code, tests)
+    if reason is not None:
+        return PromiseCheck(promise, PromiseVerdict.exercised, reason)
+    return PromiseCheck(promise, PromiseVerdict.unchecked, "no added test reaches the changed code")
 
 
 def judge_promises(
-    promises: Sequence[ExtractedPromise],
-    profile: AssertionProfile,
-    *,
-    changed_symbols: Collection[str] = (),
+    promises: Sequence[ExtractedPromise], code: CodeUnderTest | AssertionProfile
 ) -> list[PromiseCheck]:
     """A verdict for every promise, in the promises' order."""
-    return [judge_promise(p, profile, changed_symbols=changed_symbols) for p in promises]
+    if isinstance(code, AssertionProfile):
+        code = CodeUnderTest(code)
+    return [judge_promise(p, code) for p in promises]

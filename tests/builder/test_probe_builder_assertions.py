@@ -13,6 +13,7 @@ from probe_builder.promises.assertions import (
     profile_test_patch,
 )
 from probe_builder.promises.extract import ExtractedPromise
+from probe_builder.promises.linking import CodeUnderTest, changed_symbol
 from probe_builder.promises.verdicts import judge_promise, judge_promises
 from task_registry.types import PromiseCategory, PromiseVerdict
 from tests.probe_builder_support import make_pr
@@ -163,19 +164,21 @@ def test_peak():
         (STATE_TEST, PromiseCategory.memory, PromiseVerdict.exercised),
         (MEMORY_TEST, PromiseCategory.time, PromiseVerdict.exercised),
         (STATE_TEST, PromiseCategory.numeric, PromiseVerdict.exercised),
-        (STATE_TEST, PromiseCategory.functional, PromiseVerdict.checked),
+        # ``is None`` after a reset tells a state apart, not what a feature computes.
+        (STATE_TEST, PromiseCategory.functional, PromiseVerdict.exercised),
+        (NO_RESET_TEST, PromiseCategory.functional, PromiseVerdict.checked),
     ],
 )
 def test_verdict_needs_an_assertion_on_the_promised_observable(source, category, verdict):
     profile = profile_source("tests/test_p.py", source.lstrip())
-    assert judge_promise(_promise(category), profile).verdict is verdict
+    assert judge_promise(_promise(category), CodeUnderTest(profile)).verdict is verdict
 
 
 def test_a_counted_call_outside_communication_does_not_check_traffic():
     source = "def test_x(m):\n    m()\n    assert m.call_count == 1\n"
     profile = profile_source("tests/test_p.py", source)
     assert (
-        judge_promise(_promise(PromiseCategory.traffic), profile).verdict
+        judge_promise(_promise(PromiseCategory.traffic), CodeUnderTest(profile)).verdict
         is PromiseVerdict.exercised
     )
 
@@ -184,18 +187,287 @@ def test_reset_without_an_assertion_after_it_does_not_check_state():
     source = "def test_x(c):\n    c.get(1)\n    c.get(2)\n    assert c.n == 2\n    c.reset()\n"
     profile = profile_source("tests/test_p.py", source)
     assert (
-        judge_promise(_promise(PromiseCategory.state), profile).verdict is PromiseVerdict.exercised
+        judge_promise(_promise(PromiseCategory.state), CodeUnderTest(profile)).verdict
+        is PromiseVerdict.exercised
     )
+
+
+def _code(source: str, *symbols: str, docs: dict[str, str] | None = None) -> CodeUnderTest:
+    profile = profile_source("tests/test_p.py", textwrap.dedent(source).lstrip())
+    docs = docs or {}
+    return CodeUnderTest(
+        profile,
+        tuple(changed_symbol(s, docs.get(s), s.split(".")[0] + ".py") for s in symbols),
+    )
+
+
+def _verdict(category: PromiseCategory, quote: str, code: CodeUnderTest) -> PromiseVerdict:
+    return judge_promises([ExtractedPromise(category=category, quote=quote)], code)[0].verdict
 
 
 def test_promises_are_unchecked_when_no_added_test_touches_the_changed_code():
-    profile = profile_source("tests/test_p.py", MEMORY_TEST.lstrip())
+    code = _code(MEMORY_TEST, "other.Thing")
+    assert _verdict(PromiseCategory.memory, "less memory", code) is PromiseVerdict.unchecked
+    code = _code(MEMORY_TEST, "Cache")
     checks = judge_promises(
-        [_promise(PromiseCategory.memory)], profile, changed_symbols=["pkg.other.Thing"]
-    )
-    assert checks[0].verdict is PromiseVerdict.unchecked
-    checks = judge_promises(
-        [_promise(PromiseCategory.memory)], profile, changed_symbols=["pkg.cache.Cache"]
+        [ExtractedPromise(category=PromiseCategory.memory, quote="Cache")], code
     )
     assert checks[0].verdict is PromiseVerdict.checked
     assert "tests/test_p.py:8 test_peak" in checks[0].evidence
+
+
+NOT_NONE_TEST = """
+from pkg import fused_loss
+
+
+def test_fused_loss_runs():
+    out = fused_loss(1)
+    assert out is not None
+"""
+ALLCLOSE_TEST = """
+import torch
+from pkg import fused_loss, reference_loss
+
+
+def test_fused_loss_matches_the_reference():
+    out = fused_loss(1)
+    assert torch.allclose(out, torch.ones(1))
+"""
+ALLCLOSE_ELSEWHERE_TEST = """
+import torch
+from pkg import fused_loss, reference_loss
+
+
+def test_reference_only():
+    fused_loss(1)
+    assert torch.allclose(reference_loss(1), torch.ones(1))
+"""
+
+
+@pytest.mark.parametrize("category", [PromiseCategory.functional, PromiseCategory.memory])
+def test_a_bare_not_none_assertion_checks_nothing(category):
+    # A verdict that took any assertion in a test reaching the code as a check fails here.
+    code = _code(NOT_NONE_TEST, "fused_loss")
+    assert _verdict(category, "the fused_loss feature", code) is PromiseVerdict.exercised
+
+
+def test_an_allclose_on_the_changed_functions_output_checks_a_numeric_promise():
+    code = _code(ALLCLOSE_TEST, "fused_loss")
+    assert _verdict(PromiseCategory.numeric, "fused loss is exact", code) is PromiseVerdict.checked
+
+
+def test_an_allclose_on_another_value_does_not_check_the_promise():
+    # The assertion runs in a test that calls the changed function, but its value does not
+    # come from it: a verdict not tied to the assertion's inputs says checked.
+    code = _code(ALLCLOSE_ELSEWHERE_TEST, "fused_loss")
+    assert _verdict(PromiseCategory.numeric, "fused loss is exact", code) is (
+        PromiseVerdict.exercised
+    )
+
+
+def test_a_promise_is_judged_on_the_tests_that_reach_the_symbols_it_names():
+    # Two changed functions; the test checks only one. The promise about the other is
+    # not checked by it, and no test reaches that one at all.
+    code = _code(ALLCLOSE_TEST, "fused_loss", "other.offload_weights")
+    assert _verdict(PromiseCategory.functional, "offload_weights to CPU", code) is (
+        PromiseVerdict.unchecked
+    )
+    assert _verdict(PromiseCategory.functional, "add fused_loss", code) is PromiseVerdict.checked
+
+
+def test_a_docstring_links_a_promise_that_does_not_name_the_function():
+    code = _code(
+        ALLCLOSE_TEST,
+        "fused_loss",
+        "other.helper",
+        docs={"fused_loss": "Cross entropy computed in chunks of the vocabulary."},
+    )
+    quote = "compute the cross entropy over vocabulary chunks"
+    assert _verdict(PromiseCategory.numeric, quote, code) is PromiseVerdict.checked
+
+
+def test_a_promise_that_names_no_changed_symbol_is_at_most_exercised():
+    # Weak evidence: the test may run the code, nothing ties it to this promise.
+    code = _code(ALLCLOSE_TEST, "fused_loss")
+    quote = "improves stability for everyone"
+    assert _verdict(PromiseCategory.numeric, quote, code) is PromiseVerdict.exercised
+
+
+ROUND_TRIP_TEST = """
+from pkg import Store
+
+
+def test_state_survives_save_and_load(tmp_path):
+    store = Store()
+    store.put("a", 1)
+    store.save_checkpoint(tmp_path)
+    restored = Store.load_checkpoint(tmp_path)
+    assert restored.get("a") == 1
+"""
+SAVE_ONLY_TEST = """
+from pkg import Store
+
+
+def test_save_writes(tmp_path):
+    store = Store()
+    store.put("a", 1)
+    assert store.get("a") == 1
+    store.save_checkpoint(tmp_path)
+"""
+
+
+def test_a_value_asserted_after_a_save_and_load_checks_a_state_promise():
+    code = _code(ROUND_TRIP_TEST, "Store.save_checkpoint", "Store.load_checkpoint")
+    quote = "load_checkpoint resumes what save_checkpoint wrote"
+    assert _verdict(PromiseCategory.state, quote, code) is PromiseVerdict.checked
+    code = _code(SAVE_ONLY_TEST, "Store.save_checkpoint", "Store.load_checkpoint")
+    assert _verdict(PromiseCategory.state, quote, code) is PromiseVerdict.exercised
+
+
+HELPER_TEST = """
+import torch
+from pkg import fused_loss
+
+
+def run_fused():
+    return fused_loss(1)
+
+
+def verify_correctness():
+    torch.testing.assert_close(run_fused(), torch.ones(1), atol=1e-4, rtol=0)
+"""
+
+
+def test_a_check_run_from_a_script_counts_with_the_helpers_it_calls():
+    # No function is named test_*; the asserting function is the test, and its assertion
+    # depends on fused_loss through the helper.
+    code = _code(HELPER_TEST, "fused_loss")
+    assert [t.name for t in code.profile.tests] == ["verify_correctness"]
+    assert _verdict(PromiseCategory.numeric, "fused_loss is exact", code) is (
+        PromiseVerdict.checked
+    )
+
+
+def test_a_launch_script_that_sets_the_new_flag_exercises_the_promise(tmp_path):
+    config = "from dataclasses import dataclass\n\n\n@dataclass\nclass TrainConfig:\n    lr: float = 1.0\n"
+    base = {
+        "pkg/__init__.py": "",
+        "pkg/cfg.py": config,
+        "pkg/kern.py": "def fast_kernel():\n    pass\n",
+    }
+    change = {
+        "pkg/cfg.py": config + "    use_fused: bool = False\n",
+        "pkg/kern.py": "def fast_kernel():\n    return 1\n",
+        "tests/e2e/run.sh": "python -m pkg.train use_fused=True\n",
+    }
+    pr = make_pr(tmp_path, base, change)
+    from probe_builder.material.contract import extract_contract
+    from probe_builder.promises.linking import code_under_test
+
+    contract = extract_contract(
+        pr.split.golden_files, base=pr.base_tree, head=pr.head_tree, sources={}
+    )
+    code = code_under_test(pr.split, head=pr.head_tree, contract=contract)
+    quote = "add the option use_fused"
+    assert _verdict(PromiseCategory.functional, quote, code) is PromiseVerdict.exercised
+    quote = "fast_kernel is faster"
+    assert _verdict(PromiseCategory.time, quote, code) is PromiseVerdict.unchecked
+
+
+# bench/verdict_eval on a repository built here: one PR, one labelled promise per split.
+BENCH_ITEMS = """
+- id: "acme/lib#7"
+  split: dev
+  title: "Fused loss"
+  description: ""
+  promises:
+    - {category: numeric, quote: "fused_loss matches the reference"}
+- id: "acme/lib#8"
+  split: holdout
+  title: "Missing"
+  description: ""
+  promises:
+    - {category: functional, quote: "something"}
+"""
+BENCH_VERDICTS = """
+- id: "acme/lib#7"
+  split: dev
+  promises:
+    - {category: numeric, quote: "fused_loss matches the reference", verdict: checked,
+       evidence: "tests/test_p.py allclose"}
+- id: "acme/lib#8"
+  split: holdout
+  promises:
+    - {category: functional, quote: "something", verdict: unchecked, evidence: "none"}
+"""
+
+
+def _bench_repo(tmp_path):
+    from tests.probe_builder_support import git
+
+    repo = tmp_path / "lib"
+    (repo / "pkg").mkdir(parents=True)
+    git(repo, "init", "--quiet", "--initial-branch=main")
+    (repo / "pkg" / "__init__.py").write_text("def fused_loss(x):\n    return x\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "--quiet", "-m", "base")
+    (repo / "pkg" / "__init__.py").write_text("def fused_loss(x):\n    return x * 1\n")
+    (repo / "tests").mkdir()
+    (repo / "tests" / "test_p.py").write_text(textwrap.dedent(ALLCLOSE_TEST).lstrip())
+    git(repo, "add", "-A")
+    git(repo, "commit", "--quiet", "-m", "Fused loss (#7)")
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "lib.yaml").write_text(BENCH_ITEMS)
+    (data / "verdicts.yaml").write_text(BENCH_VERDICTS)
+    return repo, data
+
+
+def test_verdict_bench_judges_the_labelled_promises_at_the_merge_commit(tmp_path):
+    from bench.verdict_eval import evaluate, load_verdict_items
+
+    repo, data = _bench_repo(tmp_path)
+    items = load_verdict_items(data)
+    dev = evaluate([i for i in items if i.split == "dev"], {"acme/lib": repo})
+    assert (dev.items, dev.skipped) == (1, 0)
+    assert (dev.agreement.agree, dev.agreement.total) == (1, 1)
+    assert (dev.checked_right.agree, dev.checked_right.total) == (1, 1)
+    holdout = evaluate([i for i in items if i.split == "holdout"], {"acme/lib": repo})
+    assert (holdout.items, holdout.skipped) == (0, 1)  # its commit is not in the mirror
+
+
+def test_verdict_bench_counts_the_report_claim_on_resource_state_and_mode_only():
+    from bench.verdict_eval import LabelledVerdict, VerdictItem, VerdictScore
+
+    score = VerdictScore()
+    item = VerdictItem("acme/lib#1", "dev", "t", ())
+    memory = LabelledVerdict(PromiseCategory.memory, "q", PromiseVerdict.checked)
+    state = LabelledVerdict(PromiseCategory.state, "q", PromiseVerdict.unchecked)
+    functional = LabelledVerdict(PromiseCategory.functional, "q", PromiseVerdict.checked)
+    score.add(item, memory, PromiseVerdict.exercised)  # "not checked" said, wrongly
+    score.add(item, state, PromiseVerdict.exercised)  # "not checked" said, rightly
+    score.add(item, functional, PromiseVerdict.exercised)  # not part of the claim
+    assert (score.claim_precision.agree, score.claim_precision.total) == (1, 2)
+    assert (score.claim_recall.agree, score.claim_recall.total) == (1, 1)
+    assert score.agreement.total == 3 and len(score.misses) == 3
+
+
+def test_verdict_bench_without_mirrors_says_so_and_refuses_holdout_misses(tmp_path, capsys):
+    from bench.verdict_eval import main
+
+    _, data = _bench_repo(tmp_path)
+    assert main(["--dir", str(data), "--mirror", f"acme/lib={tmp_path / 'absent'}"]) == 0
+    assert "no mirror of acme/lib" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["--dir", str(data), "--misses"])
+
+
+def test_verdict_bench_prints_dev_misses_beside_the_table(tmp_path, capsys):
+    from bench.verdict_eval import main
+
+    repo, data = _bench_repo(tmp_path)
+    args = ["--dir", str(data), "--mirror", f"acme/lib={repo}", "--split", "dev", "--misses"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "agreement            1.00   1/1" in out
+    assert "'checked' right" in out

@@ -1,0 +1,277 @@
+"""Agreement of the per-promise verdict with the hand-labelled verdicts, dev beside holdout.
+
+For every item of ``verdicts.yaml`` the PR's merge commit is looked up in a
+git mirror of its repository (``--mirror owner/name=PATH``; items whose
+repository has no mirror, or whose commit the mirror lacks, are skipped and
+counted). The diff against the first parent is split with the repository's
+test globs, the test patch profiled and the contract read, as
+``build_material`` does, and the *labelled* promises (category and quote) are
+judged; nothing runs. Printed: agreement overall and per category; how often
+``checked`` is said and how often it is right; and the report's claim, "not
+checked" (exercised or unchecked) for resource, state and mode promises, as
+precision and recall against the labels.
+
+The holdout is sealed: its figures are printed in aggregate only, and
+``--misses`` lists dev disagreements only. Usage::
+
+    python -m bench.verdict_eval --mirror volcengine/verl=PATH \\
+        --mirror NVIDIA/Megatron-LM=PATH [--misses]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from bench.promise_eval import DEFAULT_DIR, DEV, HOLDOUT, VERDICTS_FILE, load_labelled_set
+from probe_builder.gitio import GitTree, diff_commits
+from probe_builder.material.contract import extract_contract, sources_of_test_patch
+from probe_builder.material.split import split_patch
+from probe_builder.promises.extract import ExtractedPromise
+from probe_builder.promises.linking import CodeUnderTest, code_under_test
+from probe_builder.promises.verdicts import judge_promises
+from task_registry.types import PromiseCategory, PromiseVerdict
+
+# Both repositories' tests.globs in the watch file (bot/watch.example.toml).
+TEST_GLOBS = ("tests/**", "**/test_*.py", "**/*_test.py")
+CLAIM_CATEGORIES = (
+    PromiseCategory.memory,
+    PromiseCategory.time,
+    PromiseCategory.traffic,
+    PromiseCategory.state,
+    PromiseCategory.mode,
+)
+MISSES_REFUSED = "--misses lists dev disagreements only: the holdout is sealed while rules change"
+NO_MIRROR = (
+    "no mirror of {repos} given or found: nothing to measure (pass --mirror owner/name=PATH)"
+)
+_ID = re.compile(r"^(?P<repo>[^#!@]+)(?P<kind>[#!@])(?P<ref>\w+)$")
+Judge = Callable[[Sequence[ExtractedPromise], CodeUnderTest], Sequence[PromiseVerdict]]
+
+
+@dataclass(frozen=True)
+class LabelledVerdict:
+    category: PromiseCategory
+    quote: str
+    verdict: PromiseVerdict
+
+
+@dataclass(frozen=True)
+class VerdictItem:
+    id: str
+    split: str
+    title: str
+    promises: tuple[LabelledVerdict, ...]
+
+    @property
+    def repository(self) -> str:
+        match = _ID.match(self.id)
+        return match.group("repo") if match else self.id
+
+
+def load_verdict_items(directory: Path = DEFAULT_DIR) -> list[VerdictItem]:
+    """The labelled verdicts, with each item's title from its repository's item file."""
+    titles = {item.id: item.title for item in load_labelled_set(directory)}
+    raw_items = yaml.safe_load((directory / VERDICTS_FILE).read_text(encoding="utf-8"))
+    return [
+        VerdictItem(
+            raw["id"],
+            raw["split"],
+            titles.get(raw["id"], ""),
+            tuple(
+                LabelledVerdict(
+                    PromiseCategory(p["category"]), p["quote"], PromiseVerdict(p["verdict"])
+                )
+                for p in raw["promises"]
+            ),
+        )
+        for raw in raw_items
+    ]
+
+
+def _git(repo: Path, *args: str) -> str:
+    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
+    return proc.stdout if proc.returncode == 0 else ""
+
+
+@dataclass
+class CommitIndex:
+    """Subjects of every commit of a mirror, read once."""
+
+    repo: Path
+    subjects: list[tuple[str, str]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        log = _git(self.repo, "log", "--all", "--no-merges", "--format=%H %s")
+        self.subjects = [tuple(line.split(" ", 1)) for line in log.splitlines() if " " in line]  # type: ignore[misc]
+
+    def find(self, item: VerdictItem) -> str | None:
+        """The item's commit: ``#N`` by ``(#N)`` in the subject, ``!N`` by its number or
+        its title, ``@sha`` by the id itself."""
+        match = _ID.match(item.id)
+        if match is None:
+            return None
+        kind, ref = match.group("kind"), match.group("ref")
+        if kind == "@":
+            return _git(self.repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").strip()
+        needles = [f"(#{ref})"] if kind == "#" else [f"!{ref} ", item.title]
+        for needle in needles:
+            found = [sha for sha, subject in self.subjects if needle and needle in subject]
+            if found:
+                return found[-1]  # the oldest: a later revert or cherry-pick quotes the subject
+        return None
+
+
+def code_at(repo: Path, commit: str, test_globs: Sequence[str] = TEST_GLOBS) -> CodeUnderTest:
+    """What build_material derives for verdicts, for ``commit`` against its first parent."""
+    base_sha = f"{commit}^1"
+    base, head = GitTree(repo, base_sha), GitTree(repo, commit)
+    split = split_patch(diff_commits(repo, base_sha, commit), test_globs=test_globs)
+    sources = sources_of_test_patch(split.test_files, head=head)
+    contract = extract_contract(split.golden_files, base=base, head=head, sources=sources)
+    return code_under_test(split, head=head, contract=contract)
+
+
+def default_judge(
+    promises: Sequence[ExtractedPromise], code: CodeUnderTest
+) -> list[PromiseVerdict]:
+    return [check.verdict for check in judge_promises(promises, code)]
+
+
+@dataclass
+class Tally:
+    agree: int = 0
+    total: int = 0
+
+    @property
+    def rate(self) -> float:
+        return self.agree / self.total if self.total else 1.0
+
+    def add(self, hit: bool) -> None:
+        self.agree += hit
+        self.total += 1
+
+    def cell(self) -> str:
+        return f"{self.rate:4.2f} {self.agree:3d}/{self.total:<3d}"
+
+
+@dataclass
+class VerdictScore:
+    items: int = 0
+    skipped: int = 0
+    agreement: Tally = field(default_factory=Tally)
+    per_category: dict[PromiseCategory, Tally] = field(
+        default_factory=lambda: {c: Tally() for c in PromiseCategory}
+    )
+    checked_right: Tally = field(default_factory=Tally)  # over every "checked" said
+    checked_said: Tally = field(default_factory=Tally)  # over every promise judged
+    claim_precision: Tally = field(default_factory=Tally)  # over "not checked" said
+    claim_recall: Tally = field(default_factory=Tally)  # over "not checked" labelled
+    misses: list[str] = field(default_factory=list)
+
+    def add(self, item: VerdictItem, label: LabelledVerdict, said: PromiseVerdict) -> None:
+        hit = said is label.verdict
+        self.agreement.add(hit)
+        self.per_category[label.category].add(hit)
+        self.checked_said.add(said is PromiseVerdict.checked)
+        if said is PromiseVerdict.checked:
+            self.checked_right.add(label.verdict is PromiseVerdict.checked)
+        if label.category in CLAIM_CATEGORIES:
+            said_not = said is not PromiseVerdict.checked
+            labelled_not = label.verdict is not PromiseVerdict.checked
+            if said_not:
+                self.claim_precision.add(labelled_not)
+            if labelled_not:
+                self.claim_recall.add(said_not)
+        if not hit:
+            self.misses.append(
+                f"{item.id} {label.category} said {said}, labelled {label.verdict}: "
+                f"{label.quote[:90]}"
+            )
+
+
+def evaluate(
+    items: Sequence[VerdictItem],
+    mirrors: Mapping[str, Path],
+    judge: Judge = default_judge,
+    test_globs: Sequence[str] = TEST_GLOBS,
+) -> VerdictScore:
+    score = VerdictScore()
+    indexes = {repo: CommitIndex(path) for repo, path in mirrors.items()}
+    for item in items:
+        index = indexes.get(item.repository)
+        commit = index.find(item) if index is not None else None
+        if index is None or not commit:
+            score.skipped += 1
+            continue
+        score.items += 1
+        code = code_at(index.repo, commit, test_globs)
+        promises = [ExtractedPromise(category=p.category, quote=p.quote) for p in item.promises]
+        for label, said in zip(item.promises, judge(promises, code), strict=True):
+            score.add(item, label, said)
+    return score
+
+
+def render(dev: VerdictScore, holdout: VerdictScore) -> str:
+    head = f"{'rate':>4s} {'n/total':>7s}"
+    rows: list[tuple[str, Tally, Tally]] = [
+        ("agreement", dev.agreement, holdout.agreement),
+        *((f"  {c}", dev.per_category[c], holdout.per_category[c]) for c in PromiseCategory),
+        ("'checked' right", dev.checked_right, holdout.checked_right),
+        ("'checked' said", dev.checked_said, holdout.checked_said),
+        ("'not checked' P", dev.claim_precision, holdout.claim_precision),
+        ("'not checked' R", dev.claim_recall, holdout.claim_recall),
+    ]
+    lines = [
+        f"items judged: dev {dev.items} (skipped {dev.skipped}), "
+        f"holdout {holdout.items} (skipped {holdout.skipped})",
+        f"{'':20s} {'dev':^12s}   {'holdout':^12s}",
+        f"{'':20s} {head}   {head}",
+    ]
+    lines += [f"{name:20s} {d.cell()}   {h.cell()}" for name, d, h in rows]
+    lines.append("'not checked': exercised or unchecked, for resource, state and mode promises")
+    return "\n".join(lines)
+
+
+def _mirrors(pairs: Sequence[str]) -> dict[str, Path]:
+    mirrors = {}
+    for pair in pairs:
+        repo, _, path = pair.partition("=")
+        if not path or (not (Path(path) / "HEAD").exists() and not (Path(path) / ".git").exists()):
+            continue
+        mirrors[repo] = Path(path)
+    return mirrors
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dir", type=Path, default=DEFAULT_DIR)
+    parser.add_argument("--mirror", action="append", default=[], metavar="OWNER/NAME=PATH")
+    parser.add_argument("--split", choices=[DEV, HOLDOUT, "all"], default="all")
+    parser.add_argument("--misses", action="store_true", help="list dev disagreements")
+    args = parser.parse_args(argv)
+    if args.misses and args.split != DEV:
+        parser.error(MISSES_REFUSED)
+    items = load_verdict_items(args.dir)
+    mirrors = _mirrors(args.mirror)
+    if not mirrors:
+        repos = ", ".join(sorted({i.repository for i in items}))
+        print(NO_MIRROR.format(repos=repos))
+        return 0
+    wanted = [DEV, HOLDOUT] if args.split == "all" else [args.split]
+    scores = {split: evaluate([i for i in items if i.split == split], mirrors) for split in wanted}
+    print(render(scores.get(DEV, VerdictScore()), scores.get(HOLDOUT, VerdictScore())))
+    if args.misses:
+        print("\n" + "\n".join(scores[DEV].misses))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,236 @@
+"""What a promise is about in the code: the changed symbols it names, and the tests that reach them.
+
+A promise is linked to the changed symbols (functions, methods, classes,
+constants the golden patch touches, and the config flags it adds) whose
+name parts, or whose docstring, share words with the promise's quote; an
+identifier quoted verbatim links on its own. A test reaches a symbol when
+it, or a helper of its own file that it calls, refers to the symbol's name
+(or to a linked flag's key). Non-Python files of the test patch (launch
+scripts, configs) reach a symbol by naming it on an added line: they run
+the code but assert nothing. When the quote shares no word with any changed
+symbol, every changed symbol is linked weakly: the verdict may then say the
+code is exercised, never that the promise is checked.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from probe_builder.gitio import TreeReader
+from probe_builder.material.contract import Contract
+from probe_builder.material.diffs import FileDiff
+from probe_builder.material.pysource import Source, UnparsableSource, iter_definitions
+from probe_builder.material.split import PatchSplit
+from probe_builder.promises.assertions import AssertionProfile, TestTraits, profile_test_patch
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+_CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_PLURAL = re.compile(r"(?<=[a-z]{3})(es|s)$")
+# Words too common in code and prose to tie a promise to a symbol.
+_GENERIC = """
+    a an and are as at be by can do does for from get has have if in into is it its
+    new of on or set so that the this to use used uses using via was when with without
+    add adds added support supports fix fixes fixed make makes now also all any more not
+    init self none true false default config configs test tests args kwargs value values
+    func function method class type data run runs should will would which what where
+"""
+GENERIC_WORDS = frozenset(_GENERIC.split())
+MIN_WORD = 3
+SCRIPT_SUFFIXES = (".sh", ".bash")
+RUN_CONFIG_SUFFIXES = (".yaml", ".yml")
+# Method names every class has: a test that calls one reaches nothing in particular.
+GENERIC_NAMES = frozenset({"__init__", "forward", "backward", "__call__", "setUp", "main"})
+MIN_IDENTIFIER = 6  # an identifier this long names a symbol that contains it
+MIN_COVERAGE = 0.5  # the share of a symbol's name words a quote must use to name it
+MIN_DOC_WORDS = 3
+DISTINCTIVE_SHARE = 0.25  # words a quote must share with a changed function's docstring
+
+
+def words_of(text: str) -> frozenset[str]:
+    """Lower-case word parts of prose or identifiers (snake_case and CamelCase split)."""
+    parts: set[str] = set()
+    for token in re.findall(r"[A-Za-z0-9]+", text):
+        for piece in _CAMEL.findall(token) or [token]:
+            word = _PLURAL.sub("", piece.lower())
+            if len(word) >= MIN_WORD and word not in GENERIC_WORDS:
+                parts.add(word)
+    return frozenset(parts)
+
+
+def identifiers_of(text: str) -> frozenset[str]:
+    """Identifier-looking tokens of a quote: snake_case, CamelCase or dotted names."""
+    found = set()
+    for token in _IDENTIFIER.findall(text):
+        last = token.rsplit(".", 1)[-1]
+        if "_" in last.strip("_") or "." in token or re.search(r"[a-z][A-Z]", last):
+            found.add(last)
+    return frozenset(found)
+
+
+@dataclass(frozen=True)
+class ChangedSymbol:
+    name: str  # the last part of its qualified name, or a flag's last key
+    qualname: str
+    name_words: frozenset[str]
+    doc_words: frozenset[str] = frozenset()
+    path: str = ""  # the file that defines it
+
+
+@dataclass(frozen=True)
+class TestScript:
+    """A non-Python file of the test patch, by the identifiers on its added lines."""
+
+    __test__ = False
+    path: str
+    tokens: frozenset[str]
+
+
+@dataclass(frozen=True)
+class CodeUnderTest:
+    """What the verdicts read: the test patch's profile and the golden patch's symbols."""
+
+    profile: AssertionProfile
+    symbols: tuple[ChangedSymbol, ...] = ()
+    scripts: tuple[TestScript, ...] = ()
+
+
+@dataclass(frozen=True)
+class Link:
+    """The symbols a promise concerns; ``strong`` when its quote names them."""
+
+    names: frozenset[str]
+    strong: bool
+
+
+def changed_symbol(qualname: str, doc: str | None, path: str = "") -> ChangedSymbol:
+    name = qualname.rsplit(".", 1)[-1]
+    return ChangedSymbol(name, qualname, words_of(qualname), words_of(doc or ""), path)
+
+
+def _changed_definitions(file: FileDiff, head: TreeReader) -> list[ChangedSymbol]:
+    text = head.read(file.path)
+    if text is None:
+        return []
+    try:
+        tree = Source(file.path, text).tree
+    except UnparsableSource:
+        return []
+    changed = set(file.changed_lines())
+    found = []
+    for definition in iter_definitions(tree):
+        if changed.intersection(definition.lines()):
+            doc = ast.get_docstring(definition.node)
+            found.append(changed_symbol(definition.qualname, doc, file.path))
+    return found
+
+
+def _is_script(file: FileDiff) -> bool:
+    """A launch script, or a new run configuration (an edited one is compared data)."""
+    if file.is_deleted or file.binary:
+        return False
+    return file.path.endswith(SCRIPT_SUFFIXES) or (
+        file.is_new and file.path.endswith(RUN_CONFIG_SUFFIXES)
+    )
+
+
+def _scripts(test_files: Sequence[FileDiff]) -> tuple[TestScript, ...]:
+    scripts = []
+    for file in test_files:
+        if not _is_script(file):
+            continue
+        added = "\n".join(
+            raw[1:] for hunk in file.hunks for raw in hunk.lines if raw.startswith("+")
+        )
+        tokens = frozenset(t.rsplit(".", 1)[-1] for t in _IDENTIFIER.findall(added))
+        scripts.append(TestScript(file.path, tokens))
+    return tuple(scripts)
+
+
+def code_under_test(split: PatchSplit, *, head: TreeReader, contract: Contract) -> CodeUnderTest:
+    """Profile of the test patch, the changed symbols and flags, and the test scripts."""
+    profile = profile_test_patch(split.test_files, head=head)
+    symbols = [s for f in split.golden_python for s in _changed_definitions(f, head)]
+    symbols += [
+        changed_symbol(s.qualname, None, s.path) for s in contract.symbols if s.kind == "constant"
+    ]
+    symbols += [
+        changed_symbol(f.name.lstrip("-").replace("-", "_"), f.help, f.path) for f in contract.flags
+    ]
+    return CodeUnderTest(profile, tuple(symbols), _scripts(split.test_files))
+
+
+def _names_identifier(symbol: ChangedSymbol, identifiers: frozenset[str]) -> bool:
+    """The quote names the symbol, or a long part of its name (or it a long part of one)."""
+    name = symbol.name.lower()
+    for identifier in (i.lower() for i in identifiers):
+        if name == identifier:
+            return True
+        if min(len(identifier), len(name)) >= MIN_IDENTIFIER and (
+            identifier in name or name in identifier
+        ):
+            return True
+    return False
+
+
+def _coverage(symbol: ChangedSymbol, words: frozenset[str]) -> float:
+    return len(symbol.name_words & words) / len(symbol.name_words) if symbol.name_words else 0.0
+
+
+def _distinctive(symbols: Sequence[ChangedSymbol]) -> frozenset[str]:
+    """Name words few changed symbols share: one of them points at a part of the change."""
+    counts = Counter(w for s in symbols for w in s.name_words)
+    most = max(1, int(len(symbols) * DISTINCTIVE_SHARE))
+    return frozenset(w for w, n in counts.items() if n <= most)
+
+
+def link(quote: str, code: CodeUnderTest) -> Link:
+    """The changed symbols ``quote`` concerns (weakly: all of them, when it names none).
+
+    An identifier the quote names wins; else the symbols most of whose name words the
+    quote uses; else those whose docstring shares several words with it. Without known
+    symbols (a bare profile) the link is empty and every test reaches it.
+    """
+    if not code.symbols:
+        return Link(frozenset(), True)
+    identifiers = identifiers_of(quote)
+    named = {s.name for s in code.symbols if _names_identifier(s, identifiers)}
+    if named:
+        return Link(frozenset(named), True)
+    words = words_of(quote)
+    scores = {s.name: _coverage(s, words) for s in code.symbols}
+    best = max(scores.values())
+    if best >= MIN_COVERAGE:
+        return Link(frozenset(n for n, v in scores.items() if v == best), True)
+    distinctive = _distinctive(code.symbols) & words
+    by_word = {s.name for s in code.symbols if s.name_words & distinctive}
+    by_word |= {s.name for s in code.symbols if len(s.doc_words & words) >= MIN_DOC_WORDS}
+    if by_word:
+        return Link(frozenset(by_word), True)
+    return Link(frozenset(s.name for s in code.symbols), False)
+
+
+def _parts(references: Iterable[str]) -> set[str]:
+    return {part for ref in references for part in ref.split(".")}
+
+
+def reaching_tests(linked: Link, code: CodeUnderTest) -> list[TestTraits]:
+    """Tests that refer to a linked name, themselves or through a helper they call."""
+    if not linked.names:
+        return list(code.profile.tests)
+    return [t for t in code.profile.tests if _parts(t.references) & linked.names]
+
+
+def nearby_tests(linked: Link, code: CodeUnderTest) -> list[TestTraits]:
+    """Tests that refer to another changed symbol of a linked symbol's file: they may run
+    the promised code through it (a model built with a patched layer, say)."""
+    files = {s.path for s in code.symbols if s.name in linked.names and s.path}
+    nearby = {s.name for s in code.symbols if s.path in files} - GENERIC_NAMES
+    return [t for t in code.profile.tests if _parts(t.references) & nearby]
+
+
+def reaching_scripts(linked: Link, code: CodeUnderTest) -> list[TestScript]:
+    return [s for s in code.scripts if s.tokens & linked.names]
