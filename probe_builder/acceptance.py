@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
+from probe_builder.adversarial.dynamic import likely_equivalent
 from probe_builder.adversarial.survivors import (
     ControlJob,
     ControlRun,
@@ -118,10 +119,11 @@ class AdversarialOutcome:
     rejected_by: tuple[str, ...] = ()  # probe paths that fail on it
     reach: str | None = None  # how the original tests met its line (Selection's value)
     exercised_by: tuple[str, ...] = ()  # the original tests that run its line
+    equivalent: str = ""  # why it was set aside as likely equivalent (dynamic check)
 
     @property
     def evidence(self) -> bool:
-        return self.survives_original is True
+        return self.survives_original is True and not self.equivalent
 
 
 @dataclass(frozen=True)
@@ -387,11 +389,45 @@ def set_failures(
     ]
 
 
-def feedback(outcomes: Sequence[ProbeOutcome], failures: Sequence[str]) -> str:
-    """What an author is told about the previous round."""
+def feedback(
+    outcomes: Sequence[ProbeOutcome],
+    failures: Sequence[str],
+    evidence: Sequence[AdversarialInput] = (),
+    golden_patch: str = "",
+) -> str:
+    """What an author is told about the previous round: why each probe was rejected, why the
+    set was, and each surviving patch no accepted probe rejects with the lines it changes,
+    so the next round can write the probe that kills it (Meta's ACH loop)."""
     lines = [f"{o.probe.path}: {o.reason}" for o in outcomes if not o.accepted]
     lines += [f"probe set: {failure}" for failure in failures]
+    caught = {ref.adversarial for o in outcomes if o.accepted for ref in o.rejects}
+    for adversarial in evidence:
+        if adversarial.id in caught:
+            continue
+        where = f" at {adversarial.path}:{adversarial.line}" if adversarial.path else ""
+        lines.append(
+            f"surviving patch {adversarial.id}{where} passes the PR's tests; write a probe that "
+            f"passes the golden patch and fails on it. It changes:\n"
+            + changed_lines(golden_patch, adversarial.patch)
+        )
     return "\n".join(lines)
+
+
+def changed_lines(golden_patch: str, patch: str, limit: int = 8) -> str:
+    """The added lines ``patch`` has and the golden patch lacks (``+``), and the reverse
+    (``-``): what the patch changes in the golden code, both being diffs against the base."""
+    golden = [
+        line
+        for line in golden_patch.splitlines()
+        if line.startswith("+") and not line.startswith("+++")
+    ]
+    mine = [
+        line for line in patch.splitlines() if line.startswith("+") and not line.startswith("+++")
+    ]
+    gone = [f"-{line[1:]}" for line in golden if line not in mine]
+    new = [line for line in mine if line not in golden]
+    shown = (gone + new)[:limit]
+    return "\n".join(shown) if shown else "(no line of the golden patch differs)"
 
 
 def _final(outcomes: Sequence[ProbeOutcome], failures: Sequence[str]) -> tuple[ProbeOutcome, ...]:
@@ -438,7 +474,15 @@ def _revise(
     rounds = 0
     while set_failures(state.outcomes, evidence) and rounds < max_rounds:
         proposed = list(
-            revise(rounds + 1, feedback(state.outcomes, set_failures(state.outcomes, evidence)))
+            revise(
+                rounds + 1,
+                feedback(
+                    state.outcomes,
+                    set_failures(state.outcomes, evidence),
+                    evidence,
+                    inputs.spec.golden_patch,
+                ),
+            )
         )
         if not proposed:
             break
@@ -462,17 +506,29 @@ def run_acceptance(
     max_rounds: int = DEFAULT_MAX_ROUNDS,
     use_coverage: bool = True,
     rules: HardwareRules | None = None,
+    replay: bool = True,
 ) -> AcceptanceReport:
     """Judge the adversarials on the original tests, then the probes on every control.
 
-    Probes that need GPUs the runner does not offer are not run: they wait for a GPU
-    runner, and the original tests the golden run showed to need one wait with them."""
+    Survivors whose function behaves like the golden one on every recorded and edge input
+    are set aside as likely equivalent (``replay``; :mod:`probe_builder.adversarial.dynamic`):
+    no probe is judged against them and no report shows them. Probes that need GPUs the
+    runner does not offer are not run: they wait for a GPU runner, and the original tests
+    the golden run showed to need one wait with them."""
     search = search_survivors(
         inputs.spec, [a.variant for a in inputs.adversarials], runner, use_coverage=use_coverage
     )
     inputs = replace(inputs, spec=replace(inputs.spec, waiting=search.waiting))
     runnable, waiting = split_by_hardware(probes, runner.backend.capacity(), rules)
-    evidence = [a for a in inputs.adversarials if search.verdict(a.id).survives]
+    surviving = [a for a in inputs.adversarials if search.verdict(a.id).survives]
+    equivalent = (
+        likely_equivalent(
+            inputs.spec, [(a.variant, search.verdict(a.id)) for a in surviving], runner
+        )
+        if replay
+        else {}
+    )
+    evidence = [a for a in surviving if a.id not in equivalent]
     outcomes, batch = _judge_batch(inputs, runnable, evidence, runner, with_originals=True)
     state = _Round(outcomes, list(batch.runs))
     rounds = 0
@@ -483,7 +539,7 @@ def run_acceptance(
     return AcceptanceReport(
         probes=final,
         failures=tuple(failures),
-        adversarials=_adversarial_outcomes(inputs, search, final),
+        adversarials=_adversarial_outcomes(inputs, search, final, equivalent),
         original_rejects=_original_rejects(search, batch),
         fail_to_pass=tuple(sorted(search.golden.passed - batch.snapshot.result.passed)),
         pass_to_pass=tuple(sorted(search.golden.passed & batch.snapshot.result.passed)),
@@ -510,7 +566,10 @@ def split_by_hardware(
 
 
 def _adversarial_outcomes(
-    inputs: AcceptanceInputs, search: SurvivorReport, outcomes: Sequence[ProbeOutcome]
+    inputs: AcceptanceInputs,
+    search: SurvivorReport,
+    outcomes: Sequence[ProbeOutcome],
+    equivalent: Mapping[str, str],
 ) -> tuple[AdversarialOutcome, ...]:
     found = []
     for adversarial in inputs.adversarials:
@@ -525,6 +584,7 @@ def _adversarial_outcomes(
                 killers,
                 reach=str(verdict.selection),
                 exercised_by=verdict.tests if verdict.selection is Selection.covering else (),
+                equivalent=equivalent.get(adversarial.id, ""),
             )
         )
     return tuple(found)

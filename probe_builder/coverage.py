@@ -81,7 +81,7 @@ def build_coverage_table(
                 survivors=[
                     a.id
                     for a in adversarial_rows
-                    if a.survives_original and _breaks(a, promise, probe_rows)
+                    if a.survives_original and not a.equivalent and _breaks(a, promise, probe_rows)
                 ],
             )
         )
@@ -170,6 +170,10 @@ def coverage_text(table: CoverageTable, width: int = 200) -> str:
     buffer = io.StringIO()
     console = Console(file=buffer, width=width, color_system=None, force_terminal=False)
     console.print(render_coverage(table))
+    for adversarial in table.set_aside():
+        console.print(
+            f"set aside, not reported: {adversarial.id}: {adversarial.equivalent}", markup=False
+        )
     for note in table.notes:
         console.print(note, markup=False)
     return buffer.getvalue()

@@ -522,6 +522,7 @@ def _judged(row: AdversarialCoverage, outcome: AdversarialOutcome | None) -> Adv
             "survives_original": outcome.survives_original,
             "reach": outcome.reach,
             "exercised_by": list(outcome.exercised_by),
+            "equivalent": outcome.equivalent,
         }
     )
 

@@ -67,6 +67,9 @@ class AdversarialCoverage(BaseModel):
     # "unexecuted" (no test runs it); None before validation.
     reach: str | None = None
     exercised_by: list[str] = Field(default_factory=list)  # node ids
+    # Why the patch was set aside as likely equivalent (its function gave the golden
+    # results on every recorded and edge input): listed here, never reported as a gap.
+    equivalent: str = ""
 
 
 class PromiseCoverage(BaseModel):
@@ -108,7 +111,12 @@ class CoverageTable(BaseModel):
     validated_with: str | None = None  # what the validation's inputs hashed to
 
     def survivors(self) -> list[AdversarialCoverage]:
-        return [a for a in self.adversarials if a.survives_original]
+        """Patches that pass the PR's tests and were not set aside as likely equivalent."""
+        return [a for a in self.adversarials if a.survives_original and not a.equivalent]
+
+    def set_aside(self) -> list[AdversarialCoverage]:
+        """Surviving patches set aside as likely equivalent: the task's table lists them."""
+        return [a for a in self.adversarials if a.survives_original and a.equivalent]
 
     def redundant_probes(self) -> list[ProbeCoverage]:
         return [p for p in self.probes if p.redundant]

@@ -20,6 +20,7 @@ from probe_builder.acceptance import (
     ProbeFile,
     ProbeOutcome,
     ProbeRejection,
+    changed_lines,
     golden_state,
     judge_probe,
     run_acceptance,
@@ -208,7 +209,11 @@ def test_an_author_revises_a_rejected_set_and_the_fixed_set_is_accepted(memo, tm
     )
     assert result.accepted and result.rounds == 1
     assert author.feedback[0][0] == 1
-    assert "test_names.py: passes the hollow patch" in author.feedback[0][1]
+    told = author.feedback[0][1]
+    assert "test_names.py: passes the hollow patch" in told
+    # The surviving patch no probe rejects, with the lines it changes: the next probe's target.
+    assert f"surviving patch {HITS_KEPT}" in told
+    assert told.split("It changes:\n", 1)[1].splitlines() == ["+        return"]
     good = outcome(result, "test_good.py")
     assert good.accepted and good.probe.round == 1
     assert outcome(result, "test_names.py").rejection is ProbeRejection.passes_hollow
@@ -311,3 +316,10 @@ def test_the_set_must_reject_survivors_of_the_categories_it_claims():
     untagged = ProbeOutcome(ProbeFile(P, ""), 3, 3, (adv("s"), adv("s2")))
     assert set_failures([untagged], [state, other_state, numeric]) == []
     assert set_failures([], [state]) == ["no probes were given"]
+
+
+def test_a_survivors_changed_lines_are_read_against_the_golden_patch():
+    golden = "--- a/m.py\n+++ b/m.py\n@@ -1 +1,2 @@\n-x = 1\n+x = 2\n+y = x / n\n"
+    swapped = golden.replace("+y = x / n", "+y = x * n")
+    assert changed_lines(golden, swapped) == "-y = x / n\n+y = x * n"
+    assert changed_lines(golden, golden) == "(no line of the golden patch differs)"

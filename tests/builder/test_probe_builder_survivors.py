@@ -209,3 +209,83 @@ def test_a_module_missing_while_the_golden_run_runs_is_the_environments_fault(
     assert (
         found.golden.passed and "tests/test_transport.py::test_rollout" not in found.golden.passed
     )
+
+
+# --- the dynamic equivalence check: record, replay, compare ------------------------------
+
+CALC_BASE = {
+    "pkg/__init__.py": "",
+    "pkg/calc.py": "def positive_part(x):\n    return x\n\n\ndef total(xs):\n    return 0\n",
+}
+CALC = """class Meter:
+    def __init__(self):
+        self.seen = 0
+
+
+def positive_part(x):
+    if x > 0:
+        return x
+    return 0.0
+
+
+def total(xs, meter=None):
+    if meter is not None:
+        meter.seen += len(xs)
+    return sum(abs(x) for x in xs) * 2
+"""
+CALC_TESTS = """from pkg.calc import Meter, positive_part, total
+
+
+def test_positive_part():
+    assert positive_part(3) == 3
+    assert positive_part(-2) == 0
+
+
+def test_total():
+    meter = Meter()
+    assert total([1, -2], meter) == 6
+"""
+# Differs from the golden code only on an edge input (0: 0 instead of 0.0).
+EDGE_ONLY = ("    if x > 0:", "    if x >= 0:")
+# Never differs: x * 2 and x + x are the same number, NaN and infinity included.
+NEVER = (
+    "    return sum(abs(x) for x in xs) * 2",
+    "    return sum(abs(x) + abs(x) for x in xs)",
+)
+# Differs on recorded inputs only in the state it leaves: the meter counts twice.
+IN_PLACE = ("        meter.seen += len(xs)", "        meter.seen += 2 * len(xs)")
+
+
+def _calc_variant(pr: FixturePR, number: int, edit: tuple[str, str]) -> Variant:
+    from probe_builder.material.diffs import render_file_diff
+
+    line = CALC.splitlines().index(edit[0]) + 1
+    mutated = CALC.replace(edit[0] + "\n", edit[1] + "\n")
+    base = CALC_BASE["pkg/calc.py"]
+    return Variant(str(number), render_file_diff("pkg/calc.py", base, mutated), "pkg/calc.py", line)
+
+
+def test_a_survivor_equal_on_every_input_is_set_aside_and_one_an_edge_tells_apart_is_kept(
+    tmp_path: Path,
+) -> None:
+    from probe_builder.adversarial.dynamic import likely_equivalent, replay_survivors
+    from probe_builder.adversarial.survivors import SurvivorVerdict
+
+    pr = make_pr(tmp_path, CALC_BASE, {"pkg/calc.py": CALC, "tests/test_calc.py": CALC_TESTS})
+    spec = run_spec(pr)
+    tests = ("tests/test_calc.py::test_positive_part", "tests/test_calc.py::test_total")
+    survivors = [
+        (_calc_variant(pr, n, edit), SurvivorVerdict(str(n), True, Selection.covering, tests))
+        for n, edit in enumerate((EDGE_ONLY, NEVER, IN_PLACE), 1)
+    ]
+    runner = runner_for(tmp_path / "runs")
+
+    replayed = replay_survivors(spec, survivors, runner)
+
+    assert replayed["1"].recorded == 2 and replayed["1"].differs  # 0 vs 0.0 on the zero edge
+    assert all(d.startswith("edge input") for d in replayed["1"].differs)
+    assert replayed["2"].recorded == 1 and not replayed["2"].differs and replayed["2"].compared > 1
+    assert any("recorded" in d for d in replayed["3"].differs)  # the meter it leaves behind
+    equivalent = likely_equivalent(spec, survivors, runner)
+    assert list(equivalent) == ["2"] and "likely equivalent: total" in equivalent["2"]
+    assert not list((tmp_path / "runs").glob("replay-*"))  # the recordings are removed

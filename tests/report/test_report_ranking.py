@@ -70,3 +70,21 @@ def test_an_operator_marked_not_useful_often_enough_leaves_the_comment_not_the_p
     assert for_the_comment(ranked, enough, 3) == [NUDGE]
     confirmed = replace(ELSEWHERE, confirmed=(0,))
     assert confirmed in for_the_comment([confirmed, NUDGE], enough, 3)  # a probe confirms it
+
+
+def test_a_survivor_set_aside_as_likely_equivalent_is_listed_in_show_never_reported() -> None:
+    from bot.report.evidence import gaps
+    from probe_builder.coverage import coverage_text
+    from task_registry.coverage import CoverageTable
+
+    promise = CACHE_PROMISE.model_copy(update={"survivors": ["1"]})
+    kept = AdversarialCoverage(
+        id="1", operator="constant", path="pkg/prefix_cache.py", survives_original=True
+    )
+    aside = kept.model_copy(update={"equivalent": "likely equivalent: lookup gives the same"})
+    for patch, reported in ((kept, True), (aside, False)):
+        table = CoverageTable(instance_id="o__r-1", promises=[promise], adversarials=[patch])
+        assert bool(gaps(table)) is reported
+        assert (
+            "set aside, not reported: 1: likely equivalent" in coverage_text(table)
+        ) is not reported

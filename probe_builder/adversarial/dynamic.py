@@ -1,0 +1,197 @@
+"""The dynamic equivalence check: a survivor whose function behaves like the golden one on
+every input the PR's tests give it, and on edge inputs made from them, is likely equivalent.
+
+Three kinds of run, all through the task's runner and environment, nothing edited in the
+repository:
+
+1. the golden patch runs the PR's tests that reach the survivors' lines once more, with
+   a recorder (:mod:`probe_builder.adversarial.replay_recorder`, a probe file pytest
+   imports first) that pickles the arguments of each survivor's function as the tests
+   call it;
+2. a replay probe (:mod:`probe_builder.adversarial.replay_probe`) calls those functions in
+   the golden tree on the recorded inputs and on edge inputs (zero, negative, NaN, large,
+   empty), and writes fingerprints of what comes back;
+3. the same probe runs in each survivor's tree and compares.
+
+A survivor is set aside as *likely equivalent* only when its function was recorded at
+least once and every recorded and edge call matched; a function the tests never call
+with picklable arguments, a line outside any function, or a run that fails keeps the
+survivor. Set-aside survivors appear in the task's coverage table with the reason, never
+in the maintainer's comment.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from probe_builder.adversarial import replay_probe, replay_recorder
+from probe_builder.adversarial.survivors import (
+    ControlJob,
+    ControlRunner,
+    SurvivorVerdict,
+    TaskRunSpec,
+    Variant,
+)
+from runners.execute import TreeRunner
+from runners.types import PatchSpec
+from task_registry.types import Control, Suite
+
+RECORDER_FILE = "test_probewatch_record.py"
+REPLAY_FILE = "test_probewatch_replay.py"
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """What the replay found for one survivor's function."""
+
+    qualname: str
+    recorded: int  # recorded inputs replayed
+    compared: int  # recorded and edge inputs compared
+    differs: tuple[str, ...]
+    error: str = ""
+
+    @property
+    def equivalent(self) -> bool:
+        return self.recorded > 0 and not self.differs and not self.error
+
+    def reason(self) -> str:
+        edges = self.compared - self.recorded
+        return (
+            f"likely equivalent: {self.qualname} gives the same result and leaves its "
+            f"arguments the same as the golden code on {self.recorded} recorded input(s) "
+            f"and {edges} edge input(s)"
+        )
+
+
+def likely_equivalent(
+    spec: TaskRunSpec,
+    survivors: Sequence[tuple[Variant, SurvivorVerdict]],
+    runner: ControlRunner,
+) -> dict[str, str]:
+    """Survivors set aside as likely equivalent, by variant id, with the reason."""
+    found = replay_survivors(spec, survivors, runner)
+    return {variant: r.reason() for variant, r in found.items() if r.equivalent}
+
+
+def replay_survivors(
+    spec: TaskRunSpec,
+    survivors: Sequence[tuple[Variant, SurvivorVerdict]],
+    runner: ControlRunner,
+) -> dict[str, Replayed]:
+    """Record, replay and compare each survivor's function; by variant id."""
+    placed = [(v, verdict) for v, verdict in survivors if v.path.endswith(".py") and v.line]
+    tests = sorted({t for _, verdict in placed for t in verdict.tests})
+    if not placed or not tests or not isinstance(runner.backend, TreeRunner):
+        return {}
+    runner.workspace_root.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix="replay-", dir=runner.workspace_root))
+    try:
+        return _replay_in(folder, spec, placed, tests, runner)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _replay_in(
+    folder: Path,
+    spec: TaskRunSpec,
+    placed: Sequence[tuple[Variant, SurvivorVerdict]],
+    tests: Sequence[str],
+    runner: ControlRunner,
+) -> dict[str, Replayed]:
+    inputs = folder / "inputs"
+    inputs.mkdir()
+    runner.run(_writing(folder, _recording(spec, [_key(v) for v, _ in placed], tests, inputs)))
+    meta = _read(inputs / replay_recorder.FUNCTIONS_FILE)
+    recorded = [v for v, _ in placed if meta.get(_key(v), {}).get("calls")]
+    if not recorded:
+        return {}
+    runner.run(_writing(folder, _replay(spec, spec.golden(), inputs, None)))
+    if not (inputs / replay_probe.GOLDEN_FILE).is_file():
+        return {}
+    verdicts = {v.id: folder / f"verdict-{index}.json" for index, v in enumerate(recorded)}
+    jobs = [
+        _writing(
+            folder,
+            _replay(spec, PatchSpec(f"adversarial-{v.id}", v.patch), inputs, verdicts[v.id], v.id),
+        )
+        for v in recorded
+    ]
+    runner.run_all(jobs)
+    found = {}
+    for variant in recorded:
+        said = _read(verdicts[variant.id]).get(_key(variant))
+        if said is not None:
+            found[variant.id] = Replayed(
+                qualname=meta[_key(variant)]["qualname"],
+                recorded=int(said["recorded"]),
+                compared=int(said["compared"]),
+                differs=tuple(said["differs"]),
+                error=str(said["error"]),
+            )
+    return found
+
+
+def _writing(folder: Path, job: ControlJob) -> ControlJob:
+    """``job`` allowed to write ``folder``: runs are sandboxed, and it is the one host folder
+    the recorder and the replay write into and read back from."""
+    return replace(job, request=replace(job.request, outputs=(folder,)))
+
+
+def _key(variant: Variant) -> str:
+    return f"{variant.path}:{variant.line}"
+
+
+def _read(path: Path) -> dict[str, dict[str, Any]]:
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def _recording(
+    spec: TaskRunSpec, keys: Sequence[str], tests: Sequence[str], out: Path
+) -> ControlJob:
+    targets = [[path, int(line)] for path, _, line in (k.rpartition(":") for k in keys)]
+    env: Mapping[str, str] = {
+        replay_recorder.TARGETS_ENV: json.dumps(targets),
+        replay_recorder.OUT_ENV: str(out),
+    }
+    source = Path(replay_recorder.__file__).read_text(encoding="utf-8")
+    request = spec.request(
+        [spec.golden()],
+        label="record-inputs",
+        probes={RECORDER_FILE: source},
+        tests=(RECORDER_FILE, *tests),  # first: imported before the PR's test modules
+        env=env,
+    )
+    return ControlJob(Control.golden, Suite.probes, request, attempt=0)
+
+
+def _replay(
+    spec: TaskRunSpec,
+    patch: PatchSpec,
+    inputs: Path,
+    verdict: Path | None,
+    variant: str | None = None,
+) -> ControlJob:
+    """The replay probe in the golden tree (``verdict`` None: it writes the fingerprints) or
+    in a survivor's (it compares and writes ``verdict``)."""
+    mode = "golden" if verdict is None else "mutant"
+    env = {replay_probe.IN_ENV: str(inputs), replay_probe.MODE_ENV: mode}
+    if verdict is not None:
+        env[replay_probe.VERDICT_ENV] = str(verdict)
+    source = Path(replay_probe.__file__).read_text(encoding="utf-8")
+    label = f"replay-{variant or mode}"
+    request = spec.request(
+        [patch], label=label, probes={REPLAY_FILE: source}, tests=(REPLAY_FILE,), env=env
+    )
+    if variant is None:
+        return ControlJob(Control.golden, Suite.probes, request, attempt=0)
+    return ControlJob(Control.adversarial, Suite.probes, request, adversarial=variant)
