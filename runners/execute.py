@@ -66,13 +66,18 @@ COMPLETED_EXITS = frozenset({0, 1, 2, 5, HARD_TIMEOUT_EXIT})
 # this many per run, each within its per-test limit (or ALONE_LIMIT_S) plus a grace.
 MAX_ALONE = 8
 ALONE_LIMIT_S = 300.0
-ALONE_GRACE_S = 60.0
+# Session start-up, the per-test hard grace and teardown: a Ray cluster alone takes a
+# minute to start and stop on a busy host.
+ALONE_GRACE_S = 180.0
 _FAILING = frozenset({TestStatus.failed, TestStatus.error, TestStatus.timeout})
 
 
 @runtime_checkable
 class TreeRunner(Protocol):
     """A backend that runs pytest in a tree on this host's file system."""
+
+    # The largest diff a run of this runner applies; a larger one is refused unread.
+    max_patch_bytes: int
 
     def run_tests(self, invocation: PytestInvocation, hardware: Hardware) -> PytestReport: ...
 
@@ -112,7 +117,7 @@ def run_once(
         request.repo, request.base_commit, root=workspace_root, label=request.label, mode=mode
     ) as ws:
         try:
-            apply_patches(ws.tree, request.patches)
+            apply_patches(ws.tree, request.patches, max_bytes=runner.max_patch_bytes)
         except PatchRefused as exc:
             return RunResult(outcome=Outcome.refused, detail=str(exc))
         except PatchUnappliable as exc:
@@ -199,9 +204,13 @@ def _rerun(
     """The outcomes a fresh session gives ``nodes``, but for those that fail after a fault
     there again (their outcome is still not their own)."""
     found = rerun(nodes)
-    if found.timed_out:
-        return {}
-    tests = tuple(blame.test(t) for t in found.tests)
+    # A session cut by its time limit still tells what the tests it finished did; the one in
+    # flight keeps the outcome it had.
+    tests = tuple(
+        blame.test(t)
+        for t in found.tests
+        if not (found.timed_out and t.status is TestStatus.timeout)
+    )
     unsure = set(after_a_fault(tests)) if len(nodes) > 1 else set()
     return {t.node_id: t for t in tests if t.node_id in nodes and t.node_id not in unsure}
 

@@ -43,6 +43,7 @@ _LOCATION = re.compile(r"^(?P<path>[^\s:][^:\n]*):\d+: (?:in \w+|\w+)\s*$", re.M
 _OS_MODULE = re.compile(r"^(?:<frozen os>|.*[\\/]os\.py)$")
 ENVIRON_MARK = "[os.environ]"
 OUTPUT_MARK = "; printed before the limit: "
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
 class JunitError(RunnerError, ValueError):
@@ -146,6 +147,7 @@ def with_output(message: str | None, output: str) -> str:
     """A timed-out test's message with the tail of what it printed while it waited, within
     the message limit; the tail is what tells a cluster waiting for GPUs from a hang."""
     head = message or "stopped at its time limit"
+    output = _ANSI.sub("", output)  # terminal colours (Ray's autoscaler) say nothing here
     tail = output.strip()[-(MESSAGE_LIMIT - len(head) - len(OUTPUT_MARK)) :]
     return f"{head}{OUTPUT_MARK}{tail}"[:MESSAGE_LIMIT]
 

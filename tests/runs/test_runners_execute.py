@@ -26,7 +26,9 @@ from runners.types import (
     PatchSpec,
     RunRequest,
     RunResult,
+    TestCaseResult,
     TestOverlay,
+    TestStatus,
 )
 from runners.workspace import WorkspaceMode, workspace
 from tests.runner_repos import FixtureRepo, git, pid_alive, processes_running, worktrees
@@ -706,3 +708,33 @@ def test_a_module_a_golden_test_imports_while_it_runs_is_the_environments_fault(
     else:
         assert fault is None
         assert by_node["test_1_cascade"].status == "failed"
+
+
+def test_a_rerun_cut_by_its_time_limit_keeps_what_its_finished_tests_did() -> None:
+    from runners.execute import Blame, result_of, retried_alone
+    from runners.testrun.pytest_run import PytestReport
+
+    gpu = "RuntimeError: No CUDA GPUs are available"
+    first = PytestReport(
+        tests=(
+            TestCaseResult("t.py::test_0", TestStatus.failed, message=gpu),
+            TestCaseResult("t.py::test_1", TestStatus.failed, message="init twice"),
+            TestCaseResult("t.py::test_2", TestStatus.failed, message="init twice"),
+        ),
+        exit_code=1,
+    )
+    again = PytestReport(
+        tests=(
+            TestCaseResult("t.py::test_1", TestStatus.passed),
+            TestCaseResult("t.py::test_2", TestStatus.timeout, message="stopped by the run's"),
+        ),
+        exit_code=None,
+        timed_out=True,
+    )
+    result = retried_alone(result_of(first), first, lambda nodes: again, blame=Blame())
+    status = {t.node_id: t.status for t in result.tests}
+    assert status == {
+        "t.py::test_0": TestStatus.failed,
+        "t.py::test_1": TestStatus.passed,  # finished in the cut session: its own outcome
+        "t.py::test_2": TestStatus.failed,  # in flight when cut: keeps what it had
+    }

@@ -345,7 +345,7 @@ WAITS_FOR_GPUS = """
 
     def test_waits_for_a_placement_group():
         {block}
-        print("(autoscaler +5s) Warning: The following resource request cannot be scheduled "
+        print("\x1b[33m(autoscaler +5s)\x1b[0m Warning: The following resource request cannot be scheduled "
               "right now: {{'CPU': 1.0, 'GPU': 1.0}}. This is likely due to all cluster "
               "resources being claimed by actors.", file=sys.stderr, flush=True)
         time.sleep(30)
@@ -377,5 +377,5 @@ def test_a_timed_out_test_carries_what_it_printed_and_a_gpu_wait_is_the_machines
     waiting, quiet = tests["test_waits_for_a_placement_group"], tests["test_hangs_quietly"]
     assert waiting.status is TestStatus.timeout and quiet.status is TestStatus.timeout
     assert waiting.fault is not None and waiting.fault.kind is FaultKind.needs_gpu
-    assert "'GPU': 1.0" in (waiting.message or "")
+    assert "'GPU': 1.0" in (waiting.message or "") and "\x1b[" not in (waiting.message or "")
     assert quiet.fault is None and "loading the weights" in (quiet.message or "")
