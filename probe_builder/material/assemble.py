@@ -129,6 +129,9 @@ def build_material(
         author.word_statement(request), rendered, contract, golden, probes, sources
     )
     adversarials = tuple(author.propose_adversarials(replace(request, statement=statement)))
+    if split.submodules:
+        moved = ", ".join(split.submodules)
+        notes = (*notes, f"left out: the submodule pointer(s) the PR moves ({moved})")
     if proposed:
         added = len(promises) - len(found)
         notes = (

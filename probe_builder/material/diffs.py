@@ -61,6 +61,9 @@ class Hunk:
         return anchors
 
 
+_GITLINK = re.compile(r"^(?:index \w+\.\.\w+|(?:new|deleted) file mode|new mode|old mode) 160000$")
+
+
 @dataclass(frozen=True)
 class FileDiff:
     """One file's part of a diff, with its exact text."""
@@ -87,6 +90,11 @@ class FileDiff:
     @property
     def is_python(self) -> bool:
         return self.path.endswith(".py") and not self.binary
+
+    @property
+    def is_submodule(self) -> bool:
+        """A submodule's pointer (a gitlink, mode 160000), not a file."""
+        return any(_GITLINK.search(line) for line in self.header)
 
     @property
     def new_mode(self) -> str | None:

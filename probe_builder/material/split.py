@@ -5,7 +5,7 @@ Which file is a test is the repository's convention (the watch file's
 miner, the runners and grading decide it, so a file the split calls code is
 code an agent may change; a file counts by its new path, or its old path when
 the PR deletes it. Each file's diff text is kept verbatim, so golden + test
-re-joined is the PR's diff.
+re-joined is the PR's diff but for the submodule pointers it moves (left out, named).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ class PatchSplit:
     test: str
     golden_files: tuple[FileDiff, ...]
     test_files: tuple[FileDiff, ...]
+    submodules: tuple[str, ...] = ()  # submodule pointers the PR moves: left out of both
 
     @property
     def golden_paths(self) -> tuple[str, ...]:
@@ -52,6 +53,10 @@ def split_files(
 
 
 def split_patch(diff: str, *, test_globs: Sequence[str]) -> PatchSplit:
-    """Split a PR's ``git diff`` with the repository's test globs."""
-    golden, tests = split_files(parse_diff(diff), test_globs=test_globs)
-    return PatchSplit(join_diffs(golden), join_diffs(tests), golden, tests)
+    """Split a PR's ``git diff`` with the repository's test globs. A submodule's pointer is
+    left out of both: a run's tree has no submodule checkout to move, and a patch that
+    moves one would be refused."""
+    files = parse_diff(diff)
+    submodules = tuple(f.path for f in files if f.is_submodule)
+    golden, tests = split_files([f for f in files if not f.is_submodule], test_globs=test_globs)
+    return PatchSplit(join_diffs(golden), join_diffs(tests), golden, tests, submodules)

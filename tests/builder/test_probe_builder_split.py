@@ -99,3 +99,28 @@ def test_rendered_file_diff_applies_with_git(tmp_path, before, after):
 
 def test_render_of_identical_texts_is_empty():
     assert render_file_diff("f.py", "a\n", "a\n") == ""
+
+
+GITLINK_DIFF = """diff --git a/pkg/a.py b/pkg/a.py
+--- a/pkg/a.py
++++ b/pkg/a.py
+@@ -1 +1 @@
+-x = 1
++x = 2
+diff --git a/recipe b/recipe
+index 1111111..2222222 160000
+--- a/recipe
++++ b/recipe
+@@ -1 +1 @@
+-Subproject commit 1111111111111111111111111111111111111111
++Subproject commit 2222222222222222222222222222222222222222
+"""
+
+
+def test_a_submodule_pointer_is_left_out_of_both_patches_and_named():
+    split = split_patch(GITLINK_DIFF, test_globs=[])
+    assert split.golden_paths == ("pkg/a.py",) and split.test_paths == ()
+    assert split.submodules == ("recipe",)
+    assert "Subproject commit" not in split.golden
+    plain = GITLINK_DIFF.replace("index 1111111..2222222 160000", "index 1111111..2222222 100644")
+    assert split_patch(plain, test_globs=[]).submodules == ()  # a file that says so is a file
