@@ -252,7 +252,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--conventions", choices=("watch", "none"), default="watch")
     parser.add_argument("--cpu-slots", type=int, default=2, help="parallel CPU runs")
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--numbers", default="", help="only these PRs of the window (comma-separated): a rerun"
+    )
     args = parser.parse_args(argv)
+    wanted = {int(n) for n in args.numbers.split(",") if n.strip()}
 
     settings = load_settings(
         home=args.home,
@@ -277,7 +281,9 @@ def main(argv: list[str] | None = None) -> int:
         f"mined {len(mined.survivors) + len(mined.rejects)} PRs, {len(mined.survivors)} survivors"
     )
     rows: list[Row] = []
-    for candidate in candidates(engine, args.repo, args.count):
+    for candidate in candidates(engine, args.repo, 10_000 if wanted else args.count):
+        if wanted and candidate.number not in wanted:
+            continue
         if sum(1 for r in rows if not r.outcome.startswith("skipped")) >= args.count:
             break
         row = run_one(
