@@ -128,7 +128,11 @@ def validation_backend(
     from runners.backends.local import LocalBackend
     from runners.backends.placement import fits, place
 
-    local = LocalBackend(workspace_root=settings.home / TEST_RUNS, cpu_slots=cpu_slots)
+    local = LocalBackend(
+        workspace_root=settings.home / TEST_RUNS,
+        cpu_slots=cpu_slots,
+        max_patch_bytes=settings.patch_max_bytes,
+    )
     if fits(local.capacity(), hardware) or not watch.runner.pools:
         return local
     pools = [actions_backend(pool, settings, repo) for pool in watch.runner.pools]

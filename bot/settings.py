@@ -16,6 +16,7 @@ from pydantic import Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from probewatch.errors import ConfigError
+from runners.types import MAX_PATCH_BYTES
 
 if TYPE_CHECKING:
     from probewatch.github import GitHubClientConfig
@@ -68,6 +69,11 @@ class Settings(BaseSettings):
         default=DEFAULT_MAX_CONCURRENT_BODIES,
         ge=1,
         description="Webhook bodies read at once; one more is answered 503.",
+    )
+    patch_max_bytes: int = Field(
+        default=MAX_PATCH_BYTES,
+        ge=1024,
+        description="The largest patch a test run applies; a larger one is refused unread.",
     )
     worker_lease_s: float = Field(default=120.0, gt=0, description="Job lease of a worker.")
     worker_poll_s: float = Field(default=1.0, gt=0, description="Idle worker's wait for work.")

@@ -27,15 +27,13 @@ from unidiff.errors import UnidiffParseError
 
 from probewatch.errors import RunnerError
 from probewatch.testfiles import TestFiles
-from runners.types import PatchSpec
+from runners.types import MAX_PATCH_BYTES, PatchSpec
 from runners.workspace import git
 
 SYMLINK_MODE = "120000"
 GITLINK_MODE = "160000"
 _DEV_NULL = "/dev/null"
 _APPLY = ("apply", "--index", "--whitespace=nowarn")
-# A golden patch of a very large PR is a few MiB; tens of MiB is not a code change to judge.
-MAX_PATCH_BYTES = 8 * 1024 * 1024
 CRLF_HINT = "the patch's lines end in CRLF: if the tree's files end in LF, convert it with dos2unix"
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 

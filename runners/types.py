@@ -15,6 +15,9 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 PROBE_GPU_MARKER = "probe_gpu"  # ``@pytest.mark.probe_gpu(n)``: the probe needs n GPUs
+# The largest diff a run applies unless its runner is set otherwise: a golden patch of a very
+# large PR is a few MiB; tens of MiB is not a code change to judge.
+MAX_PATCH_BYTES = 8 * 1024 * 1024
 
 
 class Outcome(StrEnum):

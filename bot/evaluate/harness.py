@@ -217,7 +217,9 @@ def local_harness(
     home = settings.home
     return Harness(
         engine=engine,
-        backend=LocalBackend(workspace_root=home / TEST_RUNS),
+        backend=LocalBackend(
+            workspace_root=home / TEST_RUNS, max_patch_bytes=settings.patch_max_bytes
+        ),
         repos=repo_resolver(watch, settings, git),
         agent_root=home / AGENT_RUNS,
     )

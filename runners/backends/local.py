@@ -25,7 +25,7 @@ from runners.inventory import local_inventory
 from runners.sandbox.limits import DEFAULT_LIMITS, Limits
 from runners.testrun.faults import DEFAULT_RETRIES
 from runners.testrun.pytest_run import PytestInvocation, PytestReport, run_pytest
-from runners.types import Capacity, Hardware, RunRequest, RunResult
+from runners.types import MAX_PATCH_BYTES, Capacity, Hardware, RunRequest, RunResult
 from runners.workspace import WorkspaceMode
 
 
@@ -98,6 +98,7 @@ class LocalBackend:
         labels: tuple[str, ...] = (),
         limits: Limits = DEFAULT_LIMITS,
         shared: tuple[Path, ...] = (),
+        max_patch_bytes: int = MAX_PATCH_BYTES,
     ) -> None:
         if gpu_indices is None:
             gpu_indices, gpu_type = _host_gpus()
@@ -105,6 +106,7 @@ class LocalBackend:
         self.retries = retries
         self.mode = mode
         self.limits = limits
+        self.max_patch_bytes = max_patch_bytes
         # Host folders every run may write besides its own (where an operator collects what
         # runs report); never the registry's home nor a mirror.
         self.shared = shared

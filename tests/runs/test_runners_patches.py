@@ -324,3 +324,31 @@ def test_a_single_star_stays_inside_one_folder() -> None:
     assert not TestFiles(["tests/*.py"]).matches("tests/sub/a.py")
     assert TestFiles(["tests/**/*.py"]).matches("tests/a.py")
     assert TestFiles(["tests/**/*.py"]).matches("tests/sub/deeper/a.py")
+
+
+def test_the_services_patch_cap_setting_is_what_its_test_runs_apply(
+    tmp_path: Path, fixture_repo: tuple[FixtureRepo, str]
+) -> None:
+    """PROBEWATCH_PATCH_MAX_BYTES reaches the runs of the service's backend: a diff of
+    exactly the cap is applied, one byte more is refused before the tree is touched."""
+    from bot.repos import validation_backend
+    from bot.settings import load_settings
+    from bot.watchfile import WatchFile
+    from runners.execute import execute
+    from runners.types import Hardware, Outcome, RunRequest
+
+    repo, base = fixture_repo
+    head = new_file("pkg/capped.py", "x = '")
+    filler = "a" * (64 * 1024 - len(head.encode()) - len("'"))
+    at_cap = PatchSpec("submission", new_file("pkg/capped.py", "x = '" + filler + "'"))
+    cap = len(at_cap.diff.encode())
+    over = PatchSpec("submission", new_file("pkg/capped.py", "x = '" + filler + "a'"))
+    settings = load_settings(home=tmp_path / "home", patch_max_bytes=cap)
+    backend = validation_backend(settings, WatchFile(), "o/r", Hardware(), cpu_slots=1)
+    results = {}
+    for name, spec in (("at_cap", at_cap), ("over", over)):
+        request = RunRequest(repo=repo.path, base_commit=base, patches=(spec,), label=name)
+        results[name] = execute(request, backend, workspace_root=tmp_path / "runs", retries=0)
+    assert results["at_cap"].outcome is not Outcome.refused, results["at_cap"].detail
+    assert results["over"].outcome is Outcome.refused
+    assert "limit on a patch" in results["over"].detail
