@@ -9,8 +9,9 @@ every credential, plus the variables the evaluator passes on purpose; HOME and
 TMPDIR are the run's own. A command agent runs in a process group of its own,
 killed as a whole when the budget runs out, in a sandbox (runners/sandbox/) that shows it its
 tree, its task folder, its environment and the program's own files, with the network (its
-model's endpoint) but nothing else of the host: not the registry, not the mirrors. The
-submission is the patch file
+model's endpoint) but nothing else of the host: not the registry, not the mirrors. Its
+folder is in the run registry (runners.run_registry) while it lives, so the agent of a killed
+owner is stopped and its folder removed by the next reaper. The submission is the patch file
 the agent wrote (``{patch_file}``) when it wrote one, else the diff of the
 work tree against the base, taken through an index *outside* the agent's
 ``.git`` (an agent that rewrites its own history or objects changes nothing
@@ -39,6 +40,7 @@ from unidiff.patch import PatchSet
 from probewatch.errors import RunnerError
 from probewatch.testfiles import TestFiles
 from runners.patches import PatchError, parse_changes
+from runners.run_registry import recorded
 from runners.sandbox.enter import Confinement
 from runners.sandbox.limits import DEFAULT_LIMITS, Limits
 from runners.sandbox.paths import interpreter_paths
@@ -318,8 +320,11 @@ def run_agent(request: AgentRequest, *, root: Path, keep: bool = False) -> Agent
     root.mkdir(parents=True, exist_ok=True)
     layout = _Layout(Path(tempfile.mkdtemp(prefix=_prefix(request.label), dir=root)))
     try:
-        _prepare(layout, request, sha)
-        return _work(layout, request, sha, gpus)
+        # Recorded while it lives, as test runs are: a process that starts after this one
+        # was killed stops the agent's processes and removes its folder (run_registry.reap).
+        with recorded(root, (layout.folder,)):
+            _prepare(layout, request, sha)
+            return _work(layout, request, sha, gpus)
     finally:
         if not keep:
             force_rmtree(layout.folder)

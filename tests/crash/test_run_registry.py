@@ -79,3 +79,39 @@ def test_a_run_that_ends_normally_leaves_no_record(tmp_path: Path) -> None:
     assert list(root.iterdir()) == []
     started = time.monotonic()
     assert reap(root) == [] and time.monotonic() - started < 1.0
+
+
+AGENT_OWNER = """
+import sys
+from pathlib import Path
+from runners.agents import AgentRequest, CommandAgent, run_agent
+
+line = "setsid sleep 600 & touch {patch_file}.ready; sleep 600"
+agent = CommandAgent("sh -c " + repr(line))
+request = AgentRequest(repo=Path(sys.argv[1]), base_commit="HEAD", statement="s", program=agent)
+run_agent(request, root=Path(sys.argv[2]))
+"""
+
+
+def test_a_killed_owners_agent_run_is_stopped_and_its_folder_removed(tmp_path: Path) -> None:
+    """An agent run's folder (its tree, HOME, TMPDIR) is recorded as a test run's is."""
+    repo, _ = FixtureRepo.create(tmp_path / "upstream", {"pkg/a.py": "A = 1\n"})
+    root = tmp_path / "agent-runs"
+    script = tmp_path / "agent_owner.py"
+    script.write_text(textwrap.dedent(AGENT_OWNER))
+    owner = subprocess.Popen(
+        [sys.executable, str(script), str(repo.path), str(root)], cwd=Path(__file__).parents[2]
+    )
+    try:
+        wait_until(lambda: list(root.glob("agent-*/out/*.ready")), 60, "the agent to start")
+    finally:
+        owner.kill()
+        owner.wait(10)
+    (folder,) = root.glob("agent-*")
+    assert [p.name for p in orphans(root)] == [f".{folder.name}{RECORD_SUFFIX}"]
+
+    (record,) = reap(root)
+
+    assert record.folders == (folder,)
+    assert run_processes([folder]) == []
+    assert list(root.iterdir()) == []
