@@ -6,8 +6,12 @@ engine: the image for the run's base (CUDA + Python, or a CPU image), the
 shared environments and the asset cache read-only at their host paths (a
 virtual environment's shebangs and ``pyvenv.cfg`` name absolute paths, so they
 must not move), the repository read-only, a scratch folder and the I/O folder
-read-write, GPUs as a device request, no network unless configured, memory /
-CPU / process limits and a ``/dev/shm`` sized for NCCL. The container runs the
+read-write, GPUs as a device request, no network (a test run never has one: the
+local backend's sandbox gives it loopback only), memory and CPU limits and a
+``/dev/shm`` sized for NCCL, and the run limits every backend applies
+(runners/sandbox/limits.py) in Docker's own terms: the process count as the
+container's ``pids_limit``, the file size and CPU time as its ``fsize`` and ``cpu``
+ulimits (soft, and hard a grace later, as ``prlimit`` sets them locally). The container runs the
 same entry point as a self-hosted Actions runner (:mod:`runners.backends.remote`), so a
 run behaves alike on every backend. :class:`DockerBackend` writes the request,
 starts the container through the docker SDK, waits with a harness guard, reads
@@ -20,7 +24,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -34,6 +38,8 @@ from runners.backends.serialize import (
     scrub_env,
 )
 from runners.env.assets import OFFLINE_FLAGS, asset_env
+from runners.sandbox.limits import CPU_GRACE_S, DEFAULT_LIMITS
+from runners.sandbox.limits import Limits as RunLimits
 from runners.types import (
     Capacity,
     Fault,
@@ -41,6 +47,8 @@ from runners.types import (
     Outcome,
     RunRequest,
     RunResult,
+    Sandboxing,
+    SandboxKind,
 )
 
 GiB = 1024**3
@@ -53,6 +61,9 @@ LABEL_PREFIX = "io.probewatch"
 IMAGE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # NCCL pins host memory and needs a deep stack; the engine's defaults refuse both.
 GPU_ULIMITS = (("memlock", -1, -1), ("stack", 64 * 1024**2, 64 * 1024**2))
+UNLIMITED_PIDS = -1  # the engine's word for no process limit
+# A container has its own mount, PID and network namespaces: what the run is recorded as.
+CONTAINER_SANDBOX = Sandboxing(SandboxKind.namespaces)
 
 
 class DockerSpecError(RunnerError, ValueError):
@@ -71,11 +82,11 @@ class BaseImage:
 
 @dataclass(frozen=True)
 class Limits:
-    """Resource limits: a base for every run plus a share per GPU the run asks for."""
+    """Resource limits: a base for every run plus a share per GPU the run asks for. The
+    process count, file size and CPU time are the run limits (DockerConfig.run_limits)."""
 
     mem_bytes: int = 16 * GiB
     cpus: float = 4.0
-    pids: int = 8192
     shm_bytes: int = 2 * GiB
     mem_per_gpu_bytes: int = 64 * GiB
     cpus_per_gpu: float = 8.0
@@ -87,7 +98,7 @@ class DockerConfig:
     images: tuple[BaseImage, ...]
     python: str = "3.11"  # preferred Python when several images fit
     limits: Limits = field(default_factory=Limits)
-    network: bool = False
+    run_limits: RunLimits = DEFAULT_LIMITS  # the same as the local backend's
     user: str | None = None  # "uid:gid": files in the scratch folder stay the caller's
     entry_python: str = "/opt/probewatch/bin/python"  # the image's interpreter with probewatch
     gpus: int = 0  # GPUs the engine's host offers
@@ -127,7 +138,7 @@ class ContainerSpec:
     environment: Mapping[str, str]
     volumes: tuple[VolumeMount, ...]
     gpus: GpuRequest | None
-    network_mode: str  # "none" unless the configuration allows the network
+    network_mode: str  # "none": a test run has no network
     mem_bytes: int
     nano_cpus: int
     pids_limit: int
@@ -166,19 +177,31 @@ def container_spec(request: RunRequest, config: DockerConfig, mounts: Mounts) ->
     return ContainerSpec(
         image=image.ref,
         command=_command(config),
-        environment=_environment(request, mounts, config.network),
+        environment=_environment(request, mounts),
         volumes=_volumes(mounts),
         gpus=GpuRequest(count=gpus) if gpus else None,
-        network_mode="bridge" if config.network else "none",
+        network_mode="none",
         mem_bytes=limits.mem_bytes + gpus * limits.mem_per_gpu_bytes,
         nano_cpus=int((limits.cpus + gpus * limits.cpus_per_gpu) * 1e9),
-        pids_limit=limits.pids,
+        pids_limit=config.run_limits.processes or UNLIMITED_PIDS,
         shm_bytes=limits.shm_bytes + gpus * limits.shm_per_gpu_bytes,
-        ulimits=GPU_ULIMITS if gpus else (),
+        ulimits=run_ulimits(config.run_limits) + (GPU_ULIMITS if gpus else ()),
         working_dir=str(CONTAINER_WORK),
         user=config.user,
         labels=_labels(request),
     )
+
+
+def run_ulimits(limits: RunLimits) -> tuple[tuple[str, int, int], ...]:
+    """The run limits a process inherits, as (name, soft, hard) ulimits: the largest file
+    one process may write, and its CPU seconds (SIGXCPU at the soft limit, SIGKILL at the
+    hard one)."""
+    found = []
+    if limits.file_bytes is not None:
+        found.append(("fsize", limits.file_bytes, limits.file_bytes))
+    if limits.cpu_s is not None:
+        found.append(("cpu", limits.cpu_s, limits.cpu_s + CPU_GRACE_S))
+    return tuple(found)
 
 
 def _check_mounts(request: RunRequest, mounts: Mounts) -> None:
@@ -214,7 +237,7 @@ def _command(config: DockerConfig) -> tuple[str, ...]:
     )
 
 
-def _environment(request: RunRequest, mounts: Mounts, network: bool) -> dict[str, str]:
+def _environment(request: RunRequest, mounts: Mounts) -> dict[str, str]:
     env: dict[str, str] = {}
     if request.environment is not None:
         env |= scrub_env(request.environment.env)
@@ -223,9 +246,8 @@ def _environment(request: RunRequest, mounts: Mounts, network: bool) -> dict[str
     env |= scrub_env(request.env)
     if mounts.assets is not None and "HF_HOME" not in env:
         env |= asset_env(mounts.assets)
-    if not network:
-        # Without a network a download can only hang: make the libraries fail at once instead.
-        env |= OFFLINE_FLAGS
+    # Without a network a download can only hang: make the libraries fail at once instead.
+    env |= OFFLINE_FLAGS
     # Home and temp are the scratch folder: the image is not ours to dirty, and it must exist.
     env |= {"HOME": str(CONTAINER_WORK), "TMPDIR": str(CONTAINER_WORK)}
     return env
@@ -381,7 +403,9 @@ class DockerBackend:
         except errors as exc:
             return RunResult(outcome=Outcome.fault, fault=docker_fault(exc))
         try:
-            return self._follow(container, io, request.timeout_run_s + self.guard_s)
+            result = self._follow(container, io, request.timeout_run_s + self.guard_s)
+            # The entry point inside may find no bubblewrap: the container is the sandbox.
+            return replace(result, sandbox=CONTAINER_SANDBOX)
         except errors as exc:
             return RunResult(outcome=Outcome.fault, fault=docker_fault(exc))
         finally:

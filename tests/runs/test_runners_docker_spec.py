@@ -29,9 +29,12 @@ from runners.backends.docker import (
     container_spec,
     docker_fault,
     read_results,
+    run_ulimits,
     to_run_kwargs,
 )
 from runners.backends.serialize import RESULT_FILE, request_from_json
+from runners.sandbox.limits import CPU_GRACE_S, DEFAULT_LIMITS
+from runners.sandbox.limits import Limits as RunLimits
 from runners.types import (
     EnvironmentRef,
     FaultKind,
@@ -39,6 +42,7 @@ from runners.types import (
     Outcome,
     RunRequest,
     RunResult,
+    SandboxKind,
     TestCaseResult,
     TestStatus,
 )
@@ -98,13 +102,13 @@ def test_cpu_run_gets_the_cpu_image_no_gpus_and_base_limits() -> None:
     spec = container_spec(request(), CONFIG, MOUNTS)
     assert spec.image == CPU.ref
     assert spec.gpus is None
-    assert spec.ulimits == ()
+    assert spec.ulimits == run_ulimits(DEFAULT_LIMITS)
     limits = Limits()
     assert (spec.mem_bytes, spec.nano_cpus, spec.shm_bytes, spec.pids_limit) == (
         limits.mem_bytes,
         int(limits.cpus * 1e9),
         limits.shm_bytes,
-        limits.pids,
+        DEFAULT_LIMITS.processes,
     )
 
 
@@ -115,7 +119,7 @@ def test_gpu_run_requests_its_gpus_and_scales_limits_per_gpu() -> None:
     assert spec.mem_bytes == 16 * GiB + 8 * 64 * GiB
     assert spec.nano_cpus == int((4 + 8 * 8) * 1e9)
     assert spec.shm_bytes == 2 * GiB + 8 * 8 * GiB  # NCCL's shared-memory transport
-    assert spec.ulimits == GPU_ULIMITS
+    assert spec.ulimits == run_ulimits(DEFAULT_LIMITS) + GPU_ULIMITS
 
 
 def test_gpu_type_with_its_own_image_gets_that_image() -> None:
@@ -153,13 +157,28 @@ def test_caches_are_read_only_at_their_host_paths_and_the_work_tree_is_writable(
     }
 
 
-def test_network_is_off_by_default_and_libraries_are_told_to_stay_offline() -> None:
-    spec = container_spec(request(), CONFIG, MOUNTS)
-    assert spec.network_mode == "none"
-    assert spec.environment["HF_HUB_OFFLINE"] == "1"
-    assert spec.environment["TRANSFORMERS_OFFLINE"] == "1"
-    online = container_spec(request(environment=None), replace(CONFIG, network=True), MOUNTS)
-    assert online.network_mode == "bridge"
+def test_a_test_run_has_no_network_and_libraries_are_told_to_stay_offline() -> None:
+    for spec in (
+        container_spec(request(), CONFIG, MOUNTS),
+        container_spec(request(2), CONFIG, MOUNTS),
+    ):
+        assert spec.network_mode == "none"
+        assert spec.environment["HF_HUB_OFFLINE"] == "1"
+        assert spec.environment["TRANSFORMERS_OFFLINE"] == "1"
+
+
+def test_the_run_limits_are_the_containers_pids_limit_and_ulimits() -> None:
+    """The limits the local sandbox sets with a cgroup and prlimit, in Docker's terms."""
+    run_limits = RunLimits(processes=64, file_bytes=1024**2, cpu_s=30)
+    config = replace(CONFIG, run_limits=run_limits)
+    kwargs = to_run_kwargs(container_spec(request(), config, MOUNTS))
+    assert kwargs["pids_limit"] == 64
+    ulimits = {u.name: (u.soft, u.hard) for u in kwargs["ulimits"]}
+    assert ulimits == {"fsize": (1024**2, 1024**2), "cpu": (30, 30 + CPU_GRACE_S)}
+    assert kwargs["network_mode"] == "none"
+    unlimited = replace(CONFIG, run_limits=RunLimits(processes=None, file_bytes=None, cpu_s=None))
+    spec = container_spec(request(), unlimited, MOUNTS)
+    assert (spec.pids_limit, spec.ulimits) == (-1, ())
 
 
 def test_environment_is_scrubbed_and_path_rebuilt_for_the_image() -> None:
@@ -229,7 +248,7 @@ def test_run_kwargs_use_the_sdks_device_requests_and_read_only_binds() -> None:
     assert kwargs["network_mode"] == "none" and kwargs["detach"] is True
     assert kwargs["memswap_limit"] == kwargs["mem_limit"]  # no swap
     assert all(isinstance(u, Ulimit) for u in kwargs["ulimits"])
-    assert {u.name for u in kwargs["ulimits"]} == {"memlock", "stack"}
+    assert {u.name for u in kwargs["ulimits"]} == {"fsize", "cpu", "memlock", "stack"}
     assert to_run_kwargs(container_spec(request(), CONFIG, MOUNTS))["device_requests"] == []
 
 
@@ -323,7 +342,9 @@ def test_engine_run_returns_the_result_the_container_wrote(tmp_path: Path) -> No
     assert f"{(tmp_path / 'repo').resolve()}:{CONTAINER_REPO}:ro" in host["Binds"]
     assert f"{ENVS}:{ENVS}:ro" in host["Binds"]
     assert host["Memory"] == 16 * GiB + 2 * 64 * GiB and host["ShmSize"] == 18 * GiB
-    assert host["PidsLimit"] == 8192 and host["NanoCpus"] == 20 * 10**9
+    assert host["PidsLimit"] == DEFAULT_LIMITS.processes and host["NanoCpus"] == 20 * 10**9
+    assert {u["Name"] for u in host["Ulimits"]} == {"fsize", "cpu", "memlock", "stack"}
+    assert result.sandbox is not None and result.sandbox.kind is SandboxKind.namespaces
     assert "no-new-privileges" in host["SecurityOpt"]
     assert container.body["User"] == "1000:1000"
     assert container.removed
