@@ -1,19 +1,28 @@
 """Service settings: one pydantic-settings class read once at start-up.
 
 Values come from ``PROBEWATCH_*`` environment variables and an optional ``.env``
-file. Nothing here is read at import time: :func:`load_settings` is the one way to
+file; a secret (:data:`SECRET_FIELDS`) may instead be a file that
+``PROBEWATCH_<NAME>_FILE`` names (Docker and Kubernetes secrets), so it never sits in the
+environment of the service, which every process the service starts would inherit. Nothing
+here is read at import time: :func:`load_settings` is the one way to
 read them (the CLI calls it when a command starts), and everything else gets the
 same object handed down, the web app through its dependencies (``bot.service.deps``).
 """
 
 from __future__ import annotations
 
+import os
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, SecretStr, ValidationError, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic.fields import FieldInfo
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 from probewatch.errors import ConfigError
 from runners.types import MAX_PATCH_BYTES
@@ -27,6 +36,17 @@ GITHUB_API_URL = "https://api.github.com"
 DEFAULT_MAX_BODY_BYTES = 25 * 1024 * 1024
 # Bodies are held until their signature is checked: this many at most, at the limit above.
 DEFAULT_MAX_CONCURRENT_BODIES = 8
+ENV_PREFIX = "PROBEWATCH_"
+# Settings that may be read from a file named by PROBEWATCH_<NAME>_FILE instead.
+SECRET_FIELDS = (
+    "github_token",
+    "github_app_private_key",
+    "webhook_secret",
+    "admin_token",
+    "openai_api_key",
+    "database_url",  # its password
+)
+FILE_SUFFIX = "_FILE"
 
 
 class Environment(StrEnum):
@@ -36,8 +56,20 @@ class Environment(StrEnum):
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
-        env_prefix="PROBEWATCH_", env_file=".env", env_file_encoding="utf-8", extra="ignore"
+        env_prefix=ENV_PREFIX, env_file=".env", env_file_encoding="utf-8", extra="ignore"
     )
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        secret_files = SecretFiles(settings_cls)
+        return init_settings, env_settings, secret_files, dotenv_settings, file_secret_settings
 
     environment: Environment = Environment.development
     home: Path = Field(
@@ -183,6 +215,47 @@ def file_above(path: Path) -> Path | None:
 
 class SettingsError(ConfigError):
     """Settings that cannot be used; the message names each variable and the reason."""
+
+
+class SecretFiles(PydanticBaseSettingsSource):
+    """The secrets whose ``PROBEWATCH_<NAME>_FILE`` variable names a file: its text, without
+    the line end a file usually has. A file that cannot be read, or a secret given both
+    ways, is a :class:`SettingsError` naming the variable and the fix."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False  # the whole source is read at once in __call__
+
+    def __call__(self) -> dict[str, Any]:
+        environ = {name.upper(): value for name, value in os.environ.items()}
+        found = {}
+        for field in SECRET_FIELDS:
+            variable = f"{ENV_PREFIX}{field.upper()}"
+            path = environ.get(variable + FILE_SUFFIX)
+            if not path:
+                continue
+            if variable in environ:
+                raise SettingsError(
+                    f"{variable} and {variable}{FILE_SUFFIX} are both set: unset one of them"
+                )
+            found[field] = read_secret_file(variable + FILE_SUFFIX, Path(path))
+        return found
+
+
+def read_secret_file(variable: str, path: Path) -> str:
+    """The secret in ``path``, the file ``variable`` names; SettingsError saying why not."""
+    try:
+        text = path.read_text(encoding="utf-8").rstrip("\r\n")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise SettingsError(
+            f"{variable}: cannot read {path} ({reason}); point {variable} at a readable file "
+            "holding the secret, or unset it"
+        ) from None
+    if not text.strip():
+        raise SettingsError(
+            f"{variable}: {path} is empty; write the secret into it, or unset {variable}"
+        )
+    return text
 
 
 def load_settings(**overrides: object) -> Settings:

@@ -189,3 +189,19 @@ OUTCOME_IDS = {
     "TestOuter::TestInner::test_param[c/d.e]": "passed",
     "TestOuter::TestInner::test_param[[x]]": "passed",
 }
+
+
+# Source of a function a run's code defines to read every environment it can: its own and
+# each /proc/PID/environ it may open (a process's environment as it started).
+READ_ENVIRONS = """
+def read_environs():
+    import os
+    from pathlib import Path
+    blobs = ["\\0".join(f"{k}={v}" for k, v in os.environ.items()).encode()]
+    for path in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            blobs.append(path.read_bytes())
+        except OSError:
+            pass
+    return blobs
+"""
