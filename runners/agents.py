@@ -38,6 +38,7 @@ from unidiff.errors import UnidiffParseError
 from unidiff.patch import PatchSet
 
 from probewatch.errors import RunnerError
+from probewatch.private import private_folder
 from probewatch.testfiles import TestFiles
 from runners.patches import PatchError, parse_changes
 from runners.run_registry import recorded
@@ -317,7 +318,7 @@ def run_agent(request: AgentRequest, *, root: Path, keep: bool = False) -> Agent
     if gpus is None:
         detail = f"the task needs {request.hardware.gpus} GPU(s); this host has fewer"
         return AgentResult(outcome=AgentOutcome.unschedulable, detail=detail)
-    root.mkdir(parents=True, exist_ok=True)
+    private_folder(root)
     layout = _Layout(Path(tempfile.mkdtemp(prefix=_prefix(request.label), dir=root)))
     try:
         # Recorded while it lives, as test runs are: a process that starts after this one

@@ -18,6 +18,7 @@ from filelock import FileLock
 
 from probewatch.errors import RunnerError
 from probewatch.git import run_git
+from probewatch.private import private_folder
 
 MIRRORS_FOLDER = "mirrors"
 LOCK_TIMEOUT_S = 1800.0
@@ -45,11 +46,11 @@ def ensure_mirror(source: str, home: Path, repo_name: str) -> Path:
             raise MirrorError(f"the clone {path} of {repo_name} does not exist")
         return path
     target = mirror_path(home, repo_name)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    private_folder(target.parent)  # a mirror holds every task's future
     with _locked(target):
         if not (target / "HEAD").is_file():
             _clone(source, target, repo_name)
-    return target
+    return private_folder(target)
 
 
 def ensure_commit(mirror: Path, sha: str) -> bool:

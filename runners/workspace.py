@@ -35,6 +35,7 @@ from types import FrameType
 from filelock import FileLock
 
 from probewatch.errors import RunnerError
+from probewatch.private import private_folder
 from runners.run_registry import recorded
 
 # Variables that would point git at another repository than the one we name.
@@ -101,7 +102,7 @@ def workspace(
     """A fresh work tree of ``repo`` at ``commit`` in its own folder under ``root``."""
     repo = repo.resolve()
     sha = resolve_commit(repo, commit)
-    root.mkdir(parents=True, exist_ok=True)
+    private_folder(root)
     with _sigterm_raises_interrupt():
         folder = Path(tempfile.mkdtemp(prefix=_folder_prefix(label), dir=root))
         tmp: Path | None = None

@@ -24,6 +24,7 @@ from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, create_engine
 
 from probewatch.errors import RegistryError
+from probewatch.private import private_file, private_folder
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 UPGRADE_COMMAND = "probewatch db upgrade"
@@ -70,7 +71,11 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     if path is not None and parsed.database != ":memory:":
         if path.is_file() and not os.access(path.parent, os.W_OK):
             return _read_only_sqlite(path, **kwargs)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.parent.exists():
+            private_folder(path.parent)
+        # Every golden patch and probe is in it: 0600, and SQLite gives its -wal and -shm
+        # files the database's own mode.
+        private_file(path)
     engine = create_engine(url, connect_args={"timeout": 30}, **kwargs)
     event.listen(engine, "connect", _sqlite_pragmas)
     return engine

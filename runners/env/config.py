@@ -18,6 +18,7 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
+from probewatch.private import private_folder
 from runners.env.errors import EnvError
 
 DEFAULT_REQUIREMENT_FILES = ("requirements*.txt",)
@@ -140,4 +141,4 @@ class EnvHome:
 
     def create(self) -> None:
         for folder in (self.envs, self.uv_cache, self.assets, self.locks):
-            folder.mkdir(parents=True, exist_ok=True)
+            private_folder(folder)
