@@ -9,6 +9,7 @@ that belongs to such a run (its working directory or its TMPDIR lies in the run'
 its command line names them: this finds the run's process groups, a sandbox's launcher, and
 a child that left its group with ``setsid`` too), waits until they have exited, and removes
 the folders. Records of live owners, and of other hosts sharing the folder, are left alone.
+The cgroups such runs were in are removed too, once empty (runners/sandbox/cgroups.py).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from runners.sandbox.cgroups import remove_stale
 from runners.testrun.gpu_usage import process_status
 
 RECORD_SUFFIX = ".live"  # a hidden file beside the run's folder: ``.<folder>.live``
@@ -103,6 +105,7 @@ def reap(root: Path) -> list[RunRecord]:
             _remove(record)
         taken.unlink(missing_ok=True)
         reaped.extend([record] if record is not None else [])
+    remove_stale()
     return reaped
 
 

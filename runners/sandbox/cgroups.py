@@ -6,7 +6,10 @@ children with the ``memory`` and ``pids`` controllers, else the v1 ``memory`` an
 hierarchies where they are mounted and writable. A host offering neither (a container
 with a read-only ``/sys/fs/cgroup``) gets rlimits only (runners/sandbox/limits.py).
 A run joins its cgroup before anything of it starts (the first process writes itself
-into ``cgroup.procs`` and then ``exec``s the run), so no child escapes it.
+into ``cgroup.procs`` and then ``exec``s the run), so no child escapes it. A run's
+cgroup is named after the process that made it (``probewatch-run-<pid>-<n>``): one
+left by a harness killed before it could remove it is removed by the next reaper
+(:func:`remove_stale`) once it is empty and that process is gone.
 """
 
 from __future__ import annotations
@@ -92,6 +95,41 @@ def run_cgroup(limits: Limits) -> RunCgroup | None:
         limits,
         version=1,
     )
+
+
+def remove_stale() -> list[Path]:
+    """Remove the empty run cgroups, under this process's own cgroups, whose maker is gone;
+    the folders removed. A cgroup still holding processes is left to the reaper that stops
+    them first (runners.run_registry.reap)."""
+    removed = []
+    for folder in _stale():
+        if members(folder):
+            continue
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+            removed.append(folder)
+    return removed
+
+
+def _stale() -> list[Path]:
+    owned = (_own_folder(c) for c in ("", "memory", "pids", "cpuacct"))
+    found = []
+    for parent in dict.fromkeys(p for p in owned if p is not None):
+        for folder in sorted(parent.glob(f"{_PREFIX}*")):
+            maker = folder.name.removeprefix(_PREFIX).split("-")[0]
+            if maker.isdigit() and not _alive(int(maker)):
+                found.append(folder)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process: alive
+    return True
 
 
 def _make(
