@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Column, String, Text, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, Column, String, Text, UniqueConstraint, false
 from sqlmodel import Field, SQLModel
 
 from task_registry.types import (
@@ -294,7 +294,16 @@ class AdversarialPatchPublic(AdversarialPatchBase):
 # --- validation runs and per-test results --------------------------------------------
 
 
-class ValidationRunBase(SQLModel):
+class SandboxRecord(SQLModel):
+    """How a run was kept from its host: the kind (``runners.types.SandboxKind``: namespaces,
+    none) and, for none, why. Null: the backend did not say (Docker and Actions runs say so
+    only when their result does), which counts as sandboxed."""
+
+    sandbox: str | None = Field(default=None, max_length=16)
+    sandbox_reason: str | None = Field(default=None, sa_type=Text)
+
+
+class ValidationRunBase(SandboxRecord):
     control: str = Field(max_length=16, index=True)
     suite: Suite = Field(default=Suite.all, sa_type=String(16))
     attempt: int = 1
@@ -392,7 +401,7 @@ class AgentPublic(AgentBase):
     model_id: int | None
 
 
-class SubmissionBase(SQLModel):
+class SubmissionBase(SandboxRecord):  # the agent's run
     run_label: str = Field(default="default", max_length=200)
     patch: str = _text(default="")
     log: str = _text(default="")
@@ -430,6 +439,8 @@ class ScoreBase(SQLModel):
     resolved_count: bool
     resolved_set: bool
     fault: bool = False
+    # The agent's run or the grading run had no sandbox: the leaderboard marks the score.
+    unsandboxed: bool = Field(default=False, sa_column_kwargs={"server_default": false()})
     passed_tests: list[str] = _json_list()
 
 
