@@ -35,7 +35,7 @@ from probe_builder.material.contract import Contract
 from probe_builder.promises.extract import ExtractedPromise
 from probe_builder.promises.verdicts import PromiseCheck
 from probewatch.errors import BuildError
-from runners.types import Outcome
+from runners.types import Outcome, sandbox_columns
 from task_registry.candidates import find_candidate
 from task_registry.coverage import (
     AdversarialCoverage,
@@ -624,6 +624,7 @@ def _store_adversarials(
 
 def _store_run(session: Session, task_id: int, run: ControlRun, runner: str) -> None:
     result = run.result
+    sandbox, sandbox_reason = sandbox_columns(result.sandbox)
     record_validation_run(
         session=session,
         run_in=ValidationRunCreate(
@@ -644,6 +645,8 @@ def _store_run(session: Session, task_id: int, run: ControlRun, runner: str) -> 
             gpu_peak_bytes=result.resources.gpu_peak_bytes,
             started_at=run.started_at,
             finished_at=run.finished_at,
+            sandbox=sandbox,
+            sandbox_reason=sandbox_reason,
             log=result.log,
         ),
         results=[

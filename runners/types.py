@@ -213,6 +213,20 @@ class Sandboxing:
         return self.kind is not SandboxKind.none
 
 
+def sandbox_columns(sandbox: Sandboxing | None) -> tuple[str | None, str | None]:
+    """A run's sandbox as a record stores it: its kind and why there was none; (None, None)
+    when the backend did not say."""
+    if sandbox is None:
+        return None, None
+    return str(sandbox.kind), sandbox.reason or None
+
+
+def unconfined(sandbox: Sandboxing | None) -> bool:
+    """Whether a run is known to have had no sandbox (a backend that did not say counts as
+    sandboxed: Docker's container, an Actions runner)."""
+    return sandbox is not None and not sandbox.confined
+
+
 @dataclass(frozen=True)
 class RunResult:
     outcome: Outcome

@@ -39,6 +39,7 @@ from runners.types import (
     RunRequest,
     RunResult,
     TestOverlay,
+    sandbox_columns,
 )
 from runners.workspace import git
 from task_registry.evaluation import record_score
@@ -353,6 +354,7 @@ def record_run(
     note: str = "",
 ) -> ValidationRun:
     """A grading or golden run and its per-test results, stored together."""
+    sandbox, sandbox_reason = sandbox_columns(result.sandbox)
     run_in = ValidationRunCreate(
         task_id=task_id,
         submission_id=submission_id,
@@ -369,6 +371,8 @@ def record_run(
         cpu_s=result.resources.cpu_s,
         peak_rss_bytes=result.resources.peak_rss_bytes,
         gpu_peak_bytes=result.resources.gpu_peak_bytes,
+        sandbox=sandbox,
+        sandbox_reason=sandbox_reason,
         log=(note + result.log)[-LOG_LIMIT_CHARS:],
     )
     return record_validation_run(session=session, run_in=run_in, results=results_of(result))
@@ -405,8 +409,10 @@ def record_scores(
     baseline: Baseline | None,
     passed: frozenset[str] = frozenset(),
     fault: bool = False,
+    unsandboxed: bool = False,
 ) -> None:
-    """One Score row per suite; A_p is stored as the candidate's passes among that N_p."""
+    """One Score row per suite; A_p is stored as the candidate's passes among that N_p.
+    ``unsandboxed``: the agent's run or the grading run had no sandbox."""
     for suite in ScoreSuite:
         score = scores.get(suite)
         collected = baseline.sets(suite)[0] if baseline else frozenset()
@@ -422,6 +428,7 @@ def record_scores(
                 resolved_count=score.resolved_count if score else False,
                 resolved_set=score.resolved_set if score else False,
                 fault=fault,
+                unsandboxed=unsandboxed,
                 passed_tests=sorted(passed & collected),
             ),
         )

@@ -56,7 +56,14 @@ from runners.agents import (
 )
 from runners.overlay import OverlayError
 from runners.patches import PatchError
-from runners.types import Backend, EnvironmentRef, RunResult
+from runners.types import (
+    Backend,
+    EnvironmentRef,
+    RunResult,
+    SandboxKind,
+    sandbox_columns,
+    unconfined,
+)
 from runners.workspace import WorkspaceError
 from task_registry.db import session_scope
 from task_registry.evaluation import get_or_create_submission, list_scores, set_submission_status
@@ -98,6 +105,11 @@ class _Stored:
     status: SubmissionStatus
     patch: str
     log: str
+    sandbox: str | None = None  # the agent's run: its SandboxKind, None when it did not say
+
+    @property
+    def unsandboxed(self) -> bool:
+        return self.sandbox == SandboxKind.none
 
 
 @dataclass(frozen=True)
@@ -106,6 +118,10 @@ class _Grading:
     passed: frozenset[str] = frozenset()
     run: RunResult | None = None
     dropped: tuple[str, ...] = ()
+
+    @property
+    def unsandboxed(self) -> bool:
+        return self.run is not None and unconfined(self.run.sandbox)
 
 
 @dataclass
@@ -149,7 +165,7 @@ class TaskJob:
         )
         row = get_or_create_submission(session=session, submission_in=submission_in)
         assert row.id is not None
-        return _Stored(row.id, SubmissionStatus(row.status), row.patch, row.log)
+        return _Stored(row.id, SubmissionStatus(row.status), row.patch, row.log, row.sandbox)
 
     def _evaluate(self, task: GradingTask, stored: _Stored) -> TaskResult:
         setup = self.repos[task.repo]
@@ -207,13 +223,15 @@ class TaskJob:
 
     def _store_agent(self, stored: _Stored, outcome: AgentResult) -> _Stored:
         log = f"{_agent_header(outcome)}\n{outcome.transcript}"
+        kind, reason = sandbox_columns(outcome.sandbox)
         with self.session() as session:
             row = session.get(Submission, stored.submission_id)
             assert row is not None
             row.patch, row.log, row.wall_s = outcome.patch, log, outcome.wall_s
+            row.sandbox, row.sandbox_reason = kind, reason
             row.status = SubmissionStatus.submitted
             session.add(row)
-        return _Stored(stored.submission_id, SubmissionStatus.submitted, outcome.patch, log)
+        return _Stored(stored.submission_id, SubmissionStatus.submitted, outcome.patch, log, kind)
 
     def _grade(
         self, grader: Grader, baseline: Baseline, stored: _Stored, zero: SubmissionState
@@ -256,6 +274,7 @@ class TaskJob:
                 baseline=baseline,
                 passed=grading.passed,
                 fault=fault,
+                unsandboxed=stored.unsandboxed or grading.unsandboxed,
             )
             row = session.get(Submission, stored.submission_id)
             assert row is not None
@@ -293,6 +312,7 @@ class TaskJob:
                 scores={},
                 baseline=None,
                 fault=True,
+                unsandboxed=stored.unsandboxed or (agent is not None and unconfined(agent.sandbox)),
             )
         return TaskResult(task.instance_id, SubmissionState.fault, detail=detail)
 

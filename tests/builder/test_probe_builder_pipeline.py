@@ -18,6 +18,8 @@ from probe_builder.pipeline import (
     validate_task,
 )
 from runners.backends.local import LocalBackend
+from runners.sandbox import bwrap
+from runners.types import SandboxKind
 from task_registry.candidates import decide_candidate, upsert_candidate
 from task_registry.coverage import CoverageTable, stored_coverage
 from task_registry.db import session_scope
@@ -249,6 +251,8 @@ def test_validate_stores_probes_runs_survivors_and_the_coverage_table(built, mem
         }
         runs = list_validation_runs(session=session, task_id=task.id)
         assert len(runs) == result.runs
+        kept = SandboxKind.none if bwrap.bwrap_refusal() else SandboxKind.namespaces
+        assert {r.sandbox for r in runs} == {kept}  # each run's record says how it was kept
         golden = [r for r in runs if r.control == Control.golden and r.attempt > 0]
         assert len(golden) == 3 and all(r.n_passed == r.n_collected == 2 for r in golden)
         snapshot = next(r for r in runs if r.control == Control.snapshot)
