@@ -23,7 +23,7 @@ from task_registry.models import (
 from task_registry.types import SubmissionStatus, utcnow
 
 SCORE_COLUMNS = ("n_collected", "n_passed", "n_golden_passed", "passed_fraction")
-SCORE_FLAGS = ("resolved_count", "resolved_set", "fault")
+SCORE_FLAGS = ("resolved_count", "resolved_set", "fault", "unsandboxed")
 
 
 def register_model(*, session: Session, model_in: ModelCreate) -> Model:
@@ -121,7 +121,8 @@ def list_scores(*, session: Session, submission_id: int) -> list[Score]:
 
 def scores_version(*, session: Session) -> str:
     """A digest that changes whenever what a leaderboard reads changes: a score stored or
-    regraded, a submission's status, an agent's model, a model, a task's merge time or areas.
+    regraded (its fault and unsandboxed flags included), a submission's status, an agent's
+    model, a model, a task's merge time or areas.
 
     It is a few aggregates (counts, largest ids and times, sums of the score columns), one
     small query per table, so a page can keep what it computed from the scores until they

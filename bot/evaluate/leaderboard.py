@@ -8,9 +8,11 @@ side by side (original tests only; with probes), both Resolved rules with
 how often they disagree, every rate with its binomial SE and its 95% Wilson
 score interval over the tasks it counts (``bot.evaluate.intervals``), the
 faults (excluded, counted), the tasks the probes overturn (resolved on the
-original tests, not with probes), and the same summaries per
-time window of merge time and per area. The CLI, the JSON API, the page and
-the plot all read this one model. Scores are the stored ``Score`` rows,
+original tests, not with probes), the same summaries per time window of
+merge time and per area, and how many of its scores come from runs without a
+sandbox (the agent's or the grading run: such an agent could have read the
+registry, so every view marks them). The CLI, the JSON API, the page and the
+plot all read this one model. Scores are the stored ``Score`` rows,
 summarised with ``task_registry.scoring``.
 """
 
@@ -20,7 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import date, datetime
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from sqlmodel import Session, col, select
 
 from bot.evaluate.grading import task_score_of
@@ -43,6 +45,13 @@ from task_registry.types import ScoreSuite, SubmissionStatus, utcnow
 DEFAULT_LABEL = "default"
 RUN_SEPARATOR = "@"
 COUNTED_STATUSES = (SubmissionStatus.graded, SubmissionStatus.fault)
+UNSANDBOXED_MARK = "\N{DAGGER}"
+UNSANDBOXED_FOOTNOTE = (
+    f"{UNSANDBOXED_MARK} Scores from runs without a sandbox: the host could not confine the "
+    "agent's run or its grading run (the run's record says why), so the run saw the host as "
+    "the service does, the registry's golden patches and the mirrors' later history included. "
+    "Such a score cannot rule out that the agent read the answer."
+)
 
 
 class UnknownRun(EvaluationError, LookupError):
@@ -115,6 +124,11 @@ class RunScores(BaseModel):
     tasks: int  # scored tasks
     faults: int
     excluded_pre_cutoff: int
+    unsandboxed: int = Field(
+        description="scored tasks whose agent run or grading run had no sandbox: "
+        "the agent could have read the registry's golden patches"
+    )
+    unsandboxed_tasks: list[str]
     original: SuiteScores
     with_probes: SuiteScores
     overturned: list[str]  # resolved (set rule) on the original tests, not with probes
@@ -123,6 +137,15 @@ class RunScores(BaseModel):
     windows: list[GroupScores]
     areas: list[GroupScores]
     task_lines: list[TaskLine]
+
+    def unsandboxed_label(self) -> str:
+        """``† 3 of 40 scores from runs without a sandbox``; empty when every run had one."""
+        if not self.unsandboxed:
+            return ""
+        return (
+            f"{UNSANDBOXED_MARK} {self.unsandboxed} of {self.tasks} scores "
+            "from runs without a sandbox"
+        )
 
 
 class Leaderboard(BaseModel):
@@ -160,6 +183,7 @@ class ScoredTask:
     fault: bool
     scores: dict[ScoreSuite, TaskScore]
     resemblance: Resemblance | None = None
+    unsandboxed: bool = False  # the agent's or the grading run had no sandbox
 
     @property
     def failed(self) -> bool:
@@ -219,6 +243,7 @@ def _scored(
         merged_at=task.created_at,
         areas=tuple(task.areas),
         fault=any(r.fault for r in rows),
+        unsandboxed=any(r.unsandboxed for r in rows),
         scores={ScoreSuite(r.suite): task_score_of(r, task.instance_id) for r in rows},
     )
     if not scored.failed:
@@ -344,6 +369,7 @@ def run_scores(
         start = cutoff_start(model.knowledge_cutoff, margin_days=options.margin_days)
         counted = [t for t in tasks if t.merged_at >= start]
     original = suite_scores(counted, ScoreSuite.original)
+    unsandboxed = [t.instance_id for t in counted if t.unsandboxed and not t.fault]
     return RunScores(
         run=key.name,
         agent=key.agent,
@@ -354,6 +380,8 @@ def run_scores(
         tasks=original.tasks,
         faults=original.faults,
         excluded_pre_cutoff=len(tasks) - len(counted),
+        unsandboxed=len(unsandboxed),
+        unsandboxed_tasks=unsandboxed,
         original=original,
         with_probes=suite_scores(counted, ScoreSuite.with_probes),
         overturned=overturned(counted, rule="set"),

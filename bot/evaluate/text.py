@@ -14,6 +14,7 @@ from rich.table import Table
 
 from bot.console import console
 from bot.evaluate.leaderboard import (
+    UNSANDBOXED_FOOTNOTE,
     Comparison,
     GroupScores,
     Leaderboard,
@@ -131,6 +132,8 @@ def print_leaderboard(board: Leaderboard, *, areas: bool = False) -> None:
         for row in _leaderboard_rows(run):
             table.add_row(*row)
     console().print(table)
+    if any(run.unsandboxed for run in board.runs):
+        console().print(escape(UNSANDBOXED_FOOTNOTE))
     for run in board.runs:
         _print_sets(run)
         _print_groups(run.windows, str(board.window), f"{escape(run.run)} per {board.window}")
@@ -145,6 +148,8 @@ def _run_cell(run: RunScores) -> str:
     lines.append(f"{run.tasks} tasks, {run.faults} faults")
     if run.excluded_pre_cutoff:
         lines.append(f"{run.excluded_pre_cutoff} pre-cutoff left out")
+    if run.unsandboxed:
+        lines.append(f"[yellow]{escape(run.unsandboxed_label())}[/yellow]")
     return "\n".join(lines)
 
 
@@ -176,6 +181,8 @@ def _print_sets(run: RunScores) -> None:
         console().print(f"  rules disagree on: {', '.join(run.with_probes.disagreement_tasks)}")
     if run.with_probes.fault_tasks:
         console().print(f"  faults (excluded): {', '.join(run.with_probes.fault_tasks)}")
+    if run.unsandboxed_tasks:
+        console().print(f"  from runs without a sandbox: {', '.join(run.unsandboxed_tasks)}")
     if set(run.fails_like) - {"none"}:  # only when some control run was there to compare
         counts = ", ".join(f"{kind} {n}" for kind, n in sorted(run.fails_like.items()))
         console().print(f"  failed submissions fail like: {counts}")

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
 from bot.evaluate.board_cache import BoardCache
-from bot.evaluate.leaderboard import Leaderboard, RateOut
+from bot.evaluate.leaderboard import UNSANDBOXED_FOOTNOTE, Leaderboard, RateOut
 from bot.service.deps import Db
 from bot.service.pages import TEMPLATES
 from task_registry.scoring import Window
@@ -43,7 +43,12 @@ def make_leaderboard_router() -> APIRouter:
         request: Request, db: Db, window: WindowQuery = Window.month, margin_days: MarginQuery = 0
     ) -> HTMLResponse:
         view = cache.view(session=db, window=window, margin_days=margin_days)
-        context = {"board": view.board, "svg": view.svg, "rate": format_rate}
+        context = {
+            "board": view.board,
+            "svg": view.svg,
+            "rate": format_rate,
+            "unsandboxed_footnote": UNSANDBOXED_FOOTNOTE,
+        }
         return TEMPLATES.TemplateResponse(request, "leaderboard.html", context)
 
     return router

@@ -20,7 +20,7 @@ from bot.service.leaderboard_page import format_rate, make_leaderboard_router
 from bot.settings import Settings
 from task_registry.db import session_scope
 from task_registry.evaluation import record_score
-from task_registry.models import Submission
+from task_registry.models import Score, Submission
 from task_registry.scoring import Window
 from task_registry.types import ScoreSuite
 from tests.browser_support import CHROMIUM, PNG_MAGIC, SCREEN_WIDTH, DevTools, serve
@@ -103,7 +103,8 @@ def test_headless_chromium_draws_every_cell_on_one_line(client: TestClient, tmp_
 def test_the_board_is_computed_once_per_version_of_the_stored_scores(engine: Engine) -> None:
     """The page keeps its board and plot while the scores stay as they are (issue 16: the page
     took 1.3 s at p50 with 4 clients) and shows a regrade, stored by another process's session,
-    on the next request, on SQLite and PostgreSQL."""
+    on the next request, on SQLite and PostgreSQL; so does a score that is now marked as from
+    a run without a sandbox."""
     with session_scope(engine) as session:
         scored(session, "alpha", [(1, day(1), BOTH, BOTH), (2, day(2), BOTH, BOTH)])
     cache = BoardCache()
@@ -123,11 +124,17 @@ def test_the_board_is_computed_once_per_version_of_the_stored_scores(engine: Eng
             session=session, score_in=score_in(submission.id, ScoreSuite.with_probes, NONE)
         )
     regraded, after = alpha_resolved()
+    with session_scope(engine) as session:  # the same scores, now from a run without a sandbox
+        for score in session.exec(select(Score).where(Score.submission_id == submission.id)):
+            score.unsandboxed = True
+            session.add(score)
+    marked, _ = alpha_resolved()
 
     assert again is first
     assert regraded is not first and regraded.version != first.version
     assert (before, after) == (100.0, 50.0)
     assert "<svg" in regraded.svg
+    assert marked is not regraded and [r.unsandboxed for r in marked.board.runs] == [1]
 
 
 def test_the_cache_keeps_a_bounded_number_of_views(sqlite_engine: Engine) -> None:
