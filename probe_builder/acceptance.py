@@ -61,10 +61,11 @@ class AdversarialInput:
     promise_category: PromiseCategory | None = None
     path: str = ""
     line: int | None = None
+    operator: str = ""
 
     @property
     def variant(self) -> Variant:
-        return Variant(self.id, self.patch, self.path, self.line)
+        return Variant(self.id, self.patch, self.path, self.line, self.operator)
 
 
 @dataclass(frozen=True)

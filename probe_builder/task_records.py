@@ -404,7 +404,7 @@ def _probe_file(row: Probe) -> ProbeFile:
 
 def _adversarial_input(row: AdversarialPatch) -> AdversarialInput:
     category = PromiseCategory(row.promise_category) if row.promise_category else None
-    return AdversarialInput(str(row.id), row.patch, category, row.file, row.line)
+    return AdversarialInput(str(row.id), row.patch, category, row.file, row.line, row.operator)
 
 
 def load_stored_task(session: Session, instance_id: str) -> StoredTask:

@@ -11,13 +11,16 @@ repository:
 2. a replay probe (:mod:`probe_builder.adversarial.replay_probe`) calls those functions in
    the golden tree on the recorded inputs and on edge inputs (zero, negative, NaN, large,
    empty), and writes fingerprints of what comes back;
-3. the same probe runs in each survivor's tree and compares.
+3. the same probe runs in each survivor's tree and compares, and in the pre-change tree:
+   a replay that cannot tell the golden function from the pre-change one (a new
+   function, or a change whose effect goes where no fingerprint looks: a gradient, a
+   transport, a global) cannot vouch for any survivor of it.
 
 A survivor is set aside as *likely equivalent* only when its function was recorded at
-least once and every recorded and edge call matched; a function the tests never call
-with picklable arguments, a line outside any function, or a run that fails keeps the
-survivor. Set-aside survivors appear in the task's coverage table with the reason, never
-in the maintainer's comment.
+least once, the replay sees the PR's own change of it, and every recorded and edge call
+matched; a function the tests never call with picklable arguments, a line outside any
+function, or a run that fails keeps the survivor. Set-aside survivors appear in the task's
+coverage table with the reason, never in the maintainer's comment.
 """
 
 from __future__ import annotations
@@ -44,6 +47,12 @@ from task_registry.types import Control, Suite
 
 RECORDER_FILE = "test_probewatch_record.py"
 REPLAY_FILE = "test_probewatch_replay.py"
+PRE_CHANGE = "pre-change"
+# Operators whose effect is the path taken: a replay where the path never differs did not
+# exercise them, whatever the outputs.
+CONTROL_FLOW = frozenset(
+    {"force_branch", "compare_flip", "bool_flip", "early_return", "bypass_cache"}
+)
 
 
 @dataclass(frozen=True)
@@ -55,10 +64,18 @@ class Replayed:
     compared: int  # recorded and edge inputs compared
     differs: tuple[str, ...]
     error: str = ""
+    sees_the_change: bool = False  # the pre-change function differs from the golden one here
+    diverged: tuple[str, ...] = ()  # calls where the mutant took another path than golden
+    operator: str = ""
 
     @property
     def equivalent(self) -> bool:
-        return self.recorded > 0 and not self.differs and not self.error
+        """Outputs alike everywhere, from a replay that can see the PR's change; and a mutant
+        of the control flow must have taken another path somewhere: if it never acted on
+        these inputs (a condition that never held), they say nothing of it."""
+        acted = bool(self.diverged) or self.operator not in CONTROL_FLOW
+        seen = self.recorded > 0 and self.sees_the_change
+        return seen and acted and not self.differs and not self.error
 
     def reason(self) -> str:
         edges = self.compared - self.recorded
@@ -115,14 +132,21 @@ def _replay_in(
     if not (inputs / replay_probe.GOLDEN_FILE).is_file():
         return {}
     verdicts = {v.id: folder / f"verdict-{index}.json" for index, v in enumerate(recorded)}
+    base = folder / "verdict-base.json"
     jobs = [
-        _writing(
-            folder,
-            _replay(spec, PatchSpec(f"adversarial-{v.id}", v.patch), inputs, verdicts[v.id], v.id),
-        )
-        for v in recorded
+        _writing(folder, _replay(spec, None, inputs, base, PRE_CHANGE)),
+        *(
+            _writing(
+                folder,
+                _replay(
+                    spec, PatchSpec(f"adversarial-{v.id}", v.patch), inputs, verdicts[v.id], v.id
+                ),
+            )
+            for v in recorded
+        ),
     ]
     runner.run_all(jobs)
+    seen_change = _read(base)
     found = {}
     for variant in recorded:
         said = _read(verdicts[variant.id]).get(_key(variant))
@@ -133,8 +157,19 @@ def _replay_in(
                 compared=int(said["compared"]),
                 differs=tuple(said["differs"]),
                 error=str(said["error"]),
+                sees_the_change=_sees_the_change(seen_change.get(_key(variant))),
+                diverged=tuple(said.get("diverged", ())),
+                operator=variant.operator,
             )
     return found
+
+
+def _sees_the_change(said: dict[str, Any] | None) -> bool:
+    """Whether the replay tells the golden function from the pre-change one on the same
+    inputs: if it cannot see the PR's own change (the function is new, or what it changes
+    goes where no fingerprint looks — a gradient, a transport, a global), a mutant's
+    silence proves nothing."""
+    return said is not None and not said.get("error") and bool(said.get("differs"))
 
 
 def _writing(folder: Path, job: ControlJob) -> ControlJob:
@@ -176,22 +211,26 @@ def _recording(
 
 def _replay(
     spec: TaskRunSpec,
-    patch: PatchSpec,
+    patch: PatchSpec | None,
     inputs: Path,
     verdict: Path | None,
     variant: str | None = None,
 ) -> ControlJob:
-    """The replay probe in the golden tree (``verdict`` None: it writes the fingerprints) or
-    in a survivor's (it compares and writes ``verdict``)."""
+    """The replay probe in the golden tree (``verdict`` None: it writes the fingerprints),
+    in the pre-change tree (``patch`` None) or in a survivor's (it compares and writes
+    ``verdict``)."""
     mode = "golden" if verdict is None else "mutant"
     env = {replay_probe.IN_ENV: str(inputs), replay_probe.MODE_ENV: mode}
     if verdict is not None:
         env[replay_probe.VERDICT_ENV] = str(verdict)
     source = Path(replay_probe.__file__).read_text(encoding="utf-8")
     label = f"replay-{variant or mode}"
+    patches = [patch] if patch is not None else []
     request = spec.request(
-        [patch], label=label, probes={REPLAY_FILE: source}, tests=(REPLAY_FILE,), env=env
+        patches, label=label, probes={REPLAY_FILE: source}, tests=(REPLAY_FILE,), env=env
     )
     if variant is None:
         return ControlJob(Control.golden, Suite.probes, request, attempt=0)
+    if patch is None:
+        return ControlJob(Control.snapshot, Suite.probes, request)
     return ControlJob(Control.adversarial, Suite.probes, request, adversarial=variant)

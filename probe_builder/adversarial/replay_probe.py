@@ -6,7 +6,9 @@ recorder wrote (``PW_REPLAY_IN``), calls each recorded function on every recorde
 and on edge inputs made from the first ones (each argument, and the attributes of
 ``self`` and other objects, made zero, negative, NaN, large or empty), and fingerprints
 what comes back: the result (or the exception's type) and the arguments' state after the
-call, tensors by dtype, shape and a digest of their bytes (NaNs made equal). With
+call, tensors by dtype, shape and a digest of their bytes (NaNs made equal), and the
+sequence of Python functions the call made (a transport called once per parameter instead
+of once per changed one leaves the results alike, not the calls). With
 ``PW_REPLAY_MODE=golden`` it writes the fingerprints; with ``mutant`` it compares them with
 the golden ones and writes, per function, how many calls it compared and which differed
 (``PW_REPLAY_VERDICT``). The test itself always passes: the files are the answer.
@@ -21,6 +23,7 @@ import json
 import math
 import os
 import pickle
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -34,6 +37,8 @@ FUNCTIONS_FILE = "functions.json"  # the recorder's (probewatch_recorder.FUNCTIO
 EDGE_SOURCES = 2  # recorded calls edge inputs are made from
 DEPTH = 5
 EDGES = ("zero", "negative", "nan", "large", "empty")
+MAX_TRACED = 100_000  # Python calls, and lines of the function, recorded per replayed call
+OUTPUTS = 4  # a call's fingerprint: result, arguments after, calls made, their order; path
 
 
 def test_replay() -> None:
@@ -55,13 +60,19 @@ def _replay(info: dict[str, Any], folder: Path) -> dict[str, Any]:
     except Exception as exc:  # the function is not reachable by name: nothing to compare
         return {"error": f"{type(exc).__name__}: {exc}", "recorded": [], "edges": []}
     blobs = [(folder / name).read_bytes() for name in info["calls"]]
-    recorded = [_call(function, pickle.loads(blob)) for blob in blobs]
-    edges = [
-        _call(function, _edge(pickle.loads(blob), kind))
-        for blob in blobs[:EDGE_SOURCES]
-        for kind in EDGES
-    ]
+    recorded = [_call_with(function, blob, None) for blob in blobs]
+    edges = [_call_with(function, blob, kind) for blob in blobs[:EDGE_SOURCES] for kind in EDGES]
     return {"error": "", "recorded": recorded, "edges": edges}
+
+
+def _call_with(function: Callable[..., Any], blob: bytes, edge: str | None) -> Any:
+    """The call on the recorded arguments (made ``edge`` when given); arguments this tree
+    cannot load (a class the pre-change code lacks) are an outcome of their own."""
+    try:
+        arguments = pickle.loads(blob)
+    except Exception as exc:
+        return ["unloadable", type(exc).__name__]
+    return _call(function, arguments if edge is None else _edge(arguments, edge))
 
 
 def _compare(golden: dict[str, Any] | None, mutant: dict[str, Any]) -> dict[str, Any]:
@@ -73,9 +84,17 @@ def _compare(golden: dict[str, Any] | None, mutant: dict[str, Any]) -> dict[str,
         for kind in ("recorded", "edges")
         for index, (g, m) in enumerate(zip(golden[kind], mutant[kind], strict=True))
     ]
-    differs = [name for name, g, m in pairs if g != m]
+    differs = [name for name, g, m in pairs if g[:OUTPUTS] != m[:OUTPUTS]]
+    # The function took another path on the same input: the mutant did act there.
+    diverged = [name for name, g, m in pairs if g[OUTPUTS:] != m[OUTPUTS:]]
     recorded = len(golden["recorded"])
-    return {"compared": len(pairs), "recorded": recorded, "differs": differs, "error": ""}
+    return {
+        "compared": len(pairs),
+        "recorded": recorded,
+        "differs": differs,
+        "diverged": diverged,
+        "error": "",
+    }
 
 
 def _resolve(path: str, qualname: str) -> Callable[..., Any]:
@@ -92,12 +111,40 @@ def _resolve(path: str, qualname: str) -> Callable[..., Any]:
 
 
 def _call(function: Callable[..., Any], arguments: dict[str, Any]) -> Any:
+    """The result, the arguments' state after the call, and the Python functions it called
+    in order: what a change does to traffic or work (a transport's ``send`` called for every
+    parameter instead of the changed ones) leaves the results alike but not the calls."""
     args, kwargs = _bind(function, arguments)
+    calls: list[str] = []
+    lines: list[int] = []
+    own = inspect.unwrap(function).__code__
+
+    def profile(frame: Any, event: str, _arg: object) -> None:
+        if event == "call" and len(calls) < MAX_TRACED:
+            code = frame.f_code
+            calls.append(f"{Path(code.co_filename).name}:{code.co_qualname}")
+
+    def in_function(frame: Any, event: str, _arg: object) -> Any:
+        if event == "line" and len(lines) < MAX_TRACED:
+            lines.append(frame.f_lineno)
+        return in_function
+
+    def trace(frame: Any, _event: str, _arg: object) -> Any:
+        return in_function if frame.f_code is own else None
+
+    sys.setprofile(profile)
+    sys.settrace(trace)
     try:
         result = function(*args, **kwargs)
     except BaseException as exc:  # the golden code may raise too: the type is compared
         result = _Raised(type(exc).__name__)
-    return [_fingerprint(result, 0), _fingerprint(arguments, 0)]
+    finally:
+        sys.settrace(None)
+        sys.setprofile(None)
+    traced = hashlib.sha256("\n".join(calls[1:]).encode()).hexdigest()  # [0]: the function
+    path = hashlib.sha256(repr(lines).encode()).hexdigest()
+    # Outputs first (OUTPUTS of them), then the path the function took through its lines.
+    return [_fingerprint(result, 0), _fingerprint(arguments, 0), len(calls), traced, path]
 
 
 class _Raised:
@@ -232,4 +279,6 @@ def _tensor_print(value: Any) -> Any:
         places = hashlib.sha256(nans.tobytes()).hexdigest()
     except Exception:  # unreadable: unique, so it cannot vouch for equivalence
         digest, places = os.urandom(8).hex(), ""
-    return ["tensor", str(value.dtype), list(value.shape), digest, places]
+    grad = getattr(value, "grad", None)  # a gradient is where a training step's effect lands
+    gradient = _tensor_print(grad) if grad is not None and grad is not value else None
+    return ["tensor", str(value.dtype), list(value.shape), digest, places, gradient]

@@ -329,6 +329,7 @@ class Variant:
     patch: str
     path: str = ""  # the mutated file and line, when known
     line: int | None = None
+    operator: str = ""  # the mutation operator's name, for a mechanical mutant
 
 
 class Selection(StrEnum):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -215,7 +216,10 @@ def test_a_module_missing_while_the_golden_run_runs_is_the_environments_fault(
 
 CALC_BASE = {
     "pkg/__init__.py": "",
-    "pkg/calc.py": "def positive_part(x):\n    return x\n\n\ndef total(xs):\n    return 0\n",
+    "pkg/calc.py": (
+        "def positive_part(x):\n    return x\n\n\ndef total(xs):\n    return 0\n\n\n"
+        "def record_seen(xs):\n    return None\n"
+    ),
 }
 CALC = """class Meter:
     def __init__(self):
@@ -232,8 +236,15 @@ def total(xs, meter=None):
     if meter is not None:
         meter.seen += len(xs)
     return sum(abs(x) for x in xs) * 2
+
+
+SEEN = []
+
+
+def record_seen(xs):
+    SEEN.append(len(xs))
 """
-CALC_TESTS = """from pkg.calc import Meter, positive_part, total
+CALC_TESTS = """from pkg.calc import SEEN, Meter, positive_part, record_seen, total
 
 
 def test_positive_part():
@@ -244,6 +255,11 @@ def test_positive_part():
 def test_total():
     meter = Meter()
     assert total([1, -2], meter) == 6
+
+
+def test_record_seen():
+    record_seen([1, 2])
+    assert SEEN[-1] == 2
 """
 # Differs from the golden code only on an edge input (0: 0 instead of 0.0).
 EDGE_ONLY = ("    if x > 0:", "    if x >= 0:")
@@ -254,6 +270,9 @@ NEVER = (
 )
 # Differs on recorded inputs only in the state it leaves: the meter counts twice.
 IN_PLACE = ("        meter.seen += len(xs)", "        meter.seen += 2 * len(xs)")
+# Its effect goes to a global no fingerprint reads: the replay cannot tell the golden
+# function from the pre-change one, so it vouches for nothing there.
+UNSEEN = ("    SEEN.append(len(xs))", "    pass")
 
 
 def _calc_variant(pr: FixturePR, number: int, edit: tuple[str, str]) -> Variant:
@@ -273,10 +292,14 @@ def test_a_survivor_equal_on_every_input_is_set_aside_and_one_an_edge_tells_apar
 
     pr = make_pr(tmp_path, CALC_BASE, {"pkg/calc.py": CALC, "tests/test_calc.py": CALC_TESTS})
     spec = run_spec(pr)
-    tests = ("tests/test_calc.py::test_positive_part", "tests/test_calc.py::test_total")
+    tests = (
+        "tests/test_calc.py::test_positive_part",
+        "tests/test_calc.py::test_total",
+        "tests/test_calc.py::test_record_seen",
+    )
     survivors = [
         (_calc_variant(pr, n, edit), SurvivorVerdict(str(n), True, Selection.covering, tests))
-        for n, edit in enumerate((EDGE_ONLY, NEVER, IN_PLACE), 1)
+        for n, edit in enumerate((EDGE_ONLY, NEVER, IN_PLACE, UNSEEN), 1)
     ]
     runner = runner_for(tmp_path / "runs")
 
@@ -286,6 +309,12 @@ def test_a_survivor_equal_on_every_input_is_set_aside_and_one_an_edge_tells_apar
     assert all(d.startswith("edge input") for d in replayed["1"].differs)
     assert replayed["2"].recorded == 1 and not replayed["2"].differs and replayed["2"].compared > 1
     assert any("recorded" in d for d in replayed["3"].differs)  # the meter it leaves behind
+    assert not replayed["4"].differs and not replayed["4"].sees_the_change
+    assert replayed["2"].sees_the_change
+    # A control-flow mutant whose path never differed was not exercised: no evidence.
+    quiet = replace(replayed["2"], operator="force_branch", diverged=())
+    assert not quiet.equivalent
+    assert replace(quiet, diverged=("recorded input 1",)).equivalent
     equivalent = likely_equivalent(spec, survivors, runner)
     assert list(equivalent) == ["2"] and "likely equivalent: total" in equivalent["2"]
     assert not list((tmp_path / "runs").glob("replay-*"))  # the recordings are removed
