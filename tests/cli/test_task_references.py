@@ -11,6 +11,7 @@ import pytest
 
 from bot.cli.refs import PullRef, parse_pull_ref
 from task_registry.db import session_scope
+from task_registry.types import TaskStatus
 from tests.cli.cli_support import add_candidate, migrated_home, probewatch
 from tests.factories import make_task
 
@@ -21,7 +22,7 @@ FORMS = "OWNER__NAME-N (the instance id) or OWNER/NAME#N"
 def home(tmp_path: Path) -> Path:
     engine = migrated_home(tmp_path)
     with session_scope(engine) as session:
-        make_task(session, 7)
+        make_task(session, 7, status=TaskStatus.validated)  # a report stands on it
     add_candidate(engine, 7)
     add_candidate(engine, 8)
     engine.dispose()

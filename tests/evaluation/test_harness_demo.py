@@ -96,8 +96,8 @@ def seed_demo_task(engine: Engine, demo: DemoRepo, pr: DemoPR) -> str:
 
 
 ADVERSARY = """
-import json, subprocess, sys
-patches = json.load(open(sys.argv[1]))
+import json, subprocess
+patches = json.loads(PATCHES)
 base = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
 subprocess.run(["git", "apply", "-"], input=patches[base], text=True, check=True)
 """
@@ -135,9 +135,10 @@ def register_adversary(engine: Engine, demo: DemoRepo, prs: list[DemoPR], root: 
     for pr in prs:
         diff = diff_commits(demo.path, pr.base_sha, pr.merge_sha)
         patches[pr.base_sha] = planted_patch(split_patch(diff, test_globs=TEST_GLOBS).golden, pr)
-    (root / "adversarial.json").write_text(json.dumps(patches))
-    (root / "adversary.py").write_text(ADVERSARY)
-    command = f"{sys.executable} {root / 'adversary.py'} {root / 'adversarial.json'}"
+    # The patches travel inside the script: an agent's sandbox shows it its own program and
+    # nothing else of the host.
+    (root / "adversary.py").write_text(f"PATCHES = {json.dumps(json.dumps(patches))}\n{ADVERSARY}")
+    command = f"{sys.executable} {root / 'adversary.py'}"
     with session_scope(engine) as session:
         register_agent(session=session, agent_in=AgentCreate(name="adversary", command=command))
 
