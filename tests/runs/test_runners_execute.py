@@ -7,6 +7,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -422,13 +423,28 @@ def test_ctrl_c_during_a_real_run_stops_its_processes_and_removes_its_tree(task:
     )
     request = request_for(task, overlay=TestOverlay(files={"tests/test_hang.py": hang}))
     backend = backend_for(task)
-    interrupt = threading.Timer(3.0, os.kill, (os.getpid(), signal.SIGINT))
+    running = threading.Event()
+
+    def press_ctrl_c_once_the_test_runs() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not running.is_set():
+            record = task["record"]
+            if record.exists() and len(record.read_text().split()) == 2:
+                os.kill(os.getpid(), signal.SIGINT)
+                return
+            time.sleep(0.05)
+
+    # Ctrl-C as a terminal delivers it, whatever the process running this test did with SIGINT.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    interrupt = threading.Thread(target=press_ctrl_c_once_the_test_runs, daemon=True)
     interrupt.start()
     try:
         with pytest.raises(KeyboardInterrupt):
             execute(request, backend, workspace_root=task["root"])
     finally:
-        interrupt.cancel()
+        running.set()
+        interrupt.join(5)
+        signal.signal(signal.SIGINT, previous)
     # Process ids inside the run's PID namespace are not the host's: look for the child itself.
     assert len(task["record"].read_text().split()) == 2
     assert not [pid for pid in processes_running("sleep 299.25") if pid_alive(pid)]
