@@ -199,7 +199,11 @@ def describe(engine: Engine, home: Path, instance: str, row: Row, before: set[st
         )
         row.undetermined = sum(1 for a in table.adversarials if a.survives_original is None)
         url = full_report_url("http://127.0.0.1:8080", task.repo, task.pull_number)
-        rendered = render_report(report_input(session, task), full_url=url)
+        try:
+            rendered = render_report(report_input(session, task), full_url=url)
+        except ProbewatchError as exc:
+            row.summary = f"no report: {exc}"  # a task whose validation did not finish
+            return
     row.report_chars, row.report_lines = len(rendered.body), rendered.body.count("\n")
     row.summary = rendered.summary
 

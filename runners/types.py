@@ -62,6 +62,7 @@ class FaultKind(StrEnum):
     process_limit = "process_limit"
     file_limit = "file_limit"
     cpu_limit = "cpu_limit"
+    disk_limit = "disk_limit"  # the files the run wrote, all together
 
 
 class SandboxKind(StrEnum):

@@ -131,9 +131,8 @@ class LocalBackend:
             env = {**invocation.env, "CUDA_VISIBLE_DEVICES": ",".join(map(str, gpus))}
             confinement = invocation.confinement
             if confinement is not None:
-                writable = (*confinement.writable, *self.shared)
                 confinement = replace(
-                    confinement, writable=writable, gpus=bool(gpus), limits=self.limits
+                    confinement, shared=self.shared, gpus=bool(gpus), limits=self.limits
                 )
             return run_pytest(
                 replace(invocation, env=env, gpu_indices=gpus, confinement=confinement)

@@ -44,6 +44,9 @@ class Confinement:
     network: bool = False  # test runs get loopback only; agents reach their model
     gpus: bool = False  # the NVIDIA devices are shown (and no address-space limit is set)
     limits: Limits = field(default_factory=lambda: DEFAULT_LIMITS)
+    # Writable too, but the operator's (where runs report), not the run's: not counted
+    # against its disk limit.
+    shared: tuple[Path, ...] = ()
 
 
 @dataclass
@@ -108,7 +111,7 @@ def _namespaces(confinement: Confinement, cwd: Path) -> list[str]:
     if bwrap_refusal() is not None:
         return []
     return bwrap_argv(
-        writable=confinement.writable,
+        writable=(*confinement.writable, *confinement.shared),
         readable=confinement.readable,
         cwd=cwd,
         network=confinement.network,

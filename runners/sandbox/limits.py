@@ -8,9 +8,13 @@ its CPU time. The process count and the run's total memory need a cgroup
 on the host, and the kernel does not apply it to root. The address-space limit is left
 off for GPU runs: CUDA maps far more address space than it ever uses.
 
+The disk the run fills, all files together, is watched while it runs
+(runners/sandbox/disk.py).
+
 A breach ends in a signal or an error the run's own output shows (SIGXCPU, ``File too
-large``, ``MemoryError``, ``fork`` refused), or, for a cgroup's limits, in a line the
-sandbox adds to the log: the fault signatures read both (runners/testrun/faults.py).
+large``, ``MemoryError``, ``fork`` refused), or, for a cgroup's limits and the disk, in a
+line the sandbox adds to the log: the fault signatures read both
+(runners/testrun/faults.py).
 """
 
 from __future__ import annotations
@@ -38,6 +42,8 @@ class Limits:
     processes: int | None = 4096  # processes and threads of the run, all together
     file_bytes: int | None = 64 * GIB  # the largest file one process may write
     cpu_s: int | None = 8 * 3600  # CPU time of one process; the run's time limit is wall time
+    disk_bytes: int | None = 16 * GIB  # what the run may add under its own folders, all files
+    disk_floor_bytes: int | None = 2 * GIB  # the run stops when the host has less free than this
 
     @property
     def memory(self) -> int:

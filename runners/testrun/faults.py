@@ -74,6 +74,20 @@ SIGNATURES: tuple[Signature, ...] = (
         per_test=False,
     ),
     _sig(
+        FaultKind.disk_limit,
+        _SANDBOX_NOTE.format("disk"),
+        "the run's files went past its disk limit: the run was stopped",
+        retryable=False,
+        per_test=False,
+    ),
+    # The host ran low while the run wrote: the machine's fault, tried again once it has room.
+    _sig(
+        FaultKind.disk_full,
+        r"^\[probewatch sandbox\] the host's free disk space fell below",
+        "the host's disk ran low during the run: the run was stopped",
+        per_test=False,
+    ),
+    _sig(
         FaultKind.memory_limit,
         r"^(?:E\s+)?MemoryError\b|\bCannot allocate memory\b",
         "a process of the run went past its memory limit",

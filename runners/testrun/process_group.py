@@ -11,7 +11,9 @@ peak RSS, including the children it waited for. Unlike deltas of
 ``RUSAGE_CHILDREN`` this stays right when several runs share one process.
 Processes that leave the group (``setsid``) would escape it; a command given a
 :class:`~runners.sandbox.enter.Confinement` runs in its sandbox, whose PID namespace
-ends them all with the command (runners/sandbox/).
+ends them all with the command (runners/sandbox/), and the disk it fills is watched
+while it runs: past its limit, or when the host runs low, the group is stopped as at the
+deadline and the log says why (runners/sandbox/disk.py).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO
 
+from runners.sandbox.disk import DiskWatch
 from runners.sandbox.enter import Confinement, sandboxed
 from runners.testrun.gpu_usage import process_status
 from runners.types import Sandboxing
@@ -66,9 +69,10 @@ def run_in_group(
         log.write(f"\n{NOTE_PREFIX}cannot start {argv[0]}: no such command\n".encode())
         log.flush()
         return CommandEnd(exit_code=CANNOT_START_EXIT, cpu_s=0.0, max_rss_bytes=0, timed_out=False)
+    watch = _disk_watch(confinement)
     with sandboxed(argv, confinement, cwd=cwd, log=log) as entered:
         end = _run_in_group(
-            entered.argv, cwd, {**entered.env_additions, **env}, log, deadline, on_start
+            entered.argv, cwd, {**entered.env_additions, **env}, log, deadline, on_start, watch
         )
     if entered.sandbox is not None and entered.sandbox.confined:
         end = replace(end, exit_code=_signal_status(end.exit_code))
@@ -76,6 +80,15 @@ def run_in_group(
         cpu_s, peak = entered.usage
         end = replace(end, cpu_s=max(end.cpu_s, cpu_s), max_rss_bytes=max(end.max_rss_bytes, peak))
     return replace(end, sandbox=entered.sandbox)
+
+
+def _disk_watch(confinement: Confinement | None) -> DiskWatch | None:
+    if confinement is None:
+        return None
+    limits = confinement.limits
+    if limits.disk_bytes is None and limits.disk_floor_bytes is None:
+        return None
+    return DiskWatch(confinement.writable, limit=limits.disk_bytes, floor=limits.disk_floor_bytes)
 
 
 def _findable(command: str, env: Mapping[str, str]) -> bool:
@@ -96,6 +109,7 @@ def _run_in_group(
     log: IO[bytes],
     deadline: float,
     on_start: Callable[[int], None] | None,
+    watch: DiskWatch | None = None,
 ) -> CommandEnd:
     log.flush()
     try:
@@ -116,7 +130,7 @@ def _run_in_group(
         on_start(process.pid)
     end: CommandEnd | None = None
     try:
-        end = _wait(process.pid, deadline)
+        end = _wait(process.pid, deadline, watch, log)
     except BaseException:
         # Ctrl-C or an error while waiting: never leave the run's processes behind.
         end = _stop(process.pid)
@@ -127,7 +141,7 @@ def _run_in_group(
     return end
 
 
-def _wait(pid: int, deadline: float) -> CommandEnd:
+def _wait(pid: int, deadline: float, watch: DiskWatch | None, log: IO[bytes]) -> CommandEnd:
     pause = _POLL_S[0]
     while True:
         done, status, usage = os.wait4(pid, os.WNOHANG)
@@ -135,6 +149,11 @@ def _wait(pid: int, deadline: float) -> CommandEnd:
             return _end(status, usage, timed_out=False)
         if time.monotonic() >= deadline:
             return _stop(pid)
+        breach = watch.breach() if watch is not None else None
+        if breach is not None:
+            log.write(f"\n{breach}\n".encode())
+            log.flush()
+            return replace(_stop(pid), timed_out=False)
         time.sleep(pause)
         pause = min(pause * 2, _POLL_S[1])
 

@@ -17,6 +17,14 @@ LIMIT_ROWS = [
         "[probewatch sandbox] the run reached its process limit (64)",
         "[probewatch sandbox] the run reached its memory high-water mark",
     ),
+    (
+        "[probewatch sandbox] the run reached its disk limit (16 GiB)",
+        "OSError: the run reached its disk limit, a test said",
+    ),
+    (
+        "[probewatch sandbox] the host's free disk space fell below 2 GiB: the run was stopped",
+        "a test checks that the host's free disk space fell below a line",
+    ),
     ("E   MemoryError", "def test_raises_memory_error_on_purpose(): pass"),
     (
         "    pid = os.fork()\nE   BlockingIOError: [Errno 11] Resource temporarily unavailable",

@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -184,3 +185,28 @@ def test_without_bubblewrap_a_run_says_it_was_not_sandboxed(
     assert result.outcome is Outcome.completed
     assert result.sandbox is not None and result.sandbox.kind is SandboxKind.none
     assert "not installed" in result.sandbox.reason
+
+
+DISK = """
+import os, time
+
+def test_fills_the_disk_a_file_at_a_time_each_below_the_file_limit():
+    for n in range(6):
+        with open(os.path.join(os.environ["TMPDIR"], f"ckpt-{n}.bin"), "wb") as out:
+            out.write(os.urandom(2 * 1024 * 1024))
+    time.sleep(30)  # unwatched, the test passes after this
+"""
+
+
+def test_files_past_the_disk_limit_stop_the_run_as_a_disk_limit_fault(
+    repo: dict, tmp_path: Path
+) -> None:
+    limits = Limits(file_bytes=4 * MIB, disk_bytes=8 * MIB)
+    started = time.monotonic()
+    result = run(repo, tmp_path, DISK, limits)
+    assert time.monotonic() - started < 28  # stopped, not waited out
+    faults = [t.fault.kind for t in result.tests if t.fault] + (
+        [result.fault.kind] if result.fault else []
+    )
+    assert FaultKind.disk_limit in faults, (result.outcome, result.tests, result.log[-2000:])
+    assert not list((tmp_path / "runs").glob("run-*"))
