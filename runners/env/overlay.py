@@ -100,4 +100,9 @@ def _overlay_env(shared: EnvironmentRef, dest: Path) -> dict[str, str]:
     env["PATH"] = f"{dest / 'bin'}{os.pathsep}{rest}"
     env["VIRTUAL_ENV"] = str(dest)
     env["PYTHONPYCACHEPREFIX"] = str(dest / "pycache")
+    # A run has no network: pip builds the repository with the environment's own build
+    # backend (its build requirements are part of the environment) instead of fetching one
+    # into an isolated build. pip reads this variable's "0" as "no isolation".
+    env["PIP_NO_BUILD_ISOLATION"] = "0"
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
     return env

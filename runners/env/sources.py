@@ -2,8 +2,9 @@
 
 Files are read with ``git show COMMIT:path`` so no work tree is needed and a
 bare mirror stays untouched. Sources: requirement files (following ``-r``
-includes), ``[project.dependencies]`` and chosen extras of ``pyproject.toml``,
-and a literal ``install_requires`` in ``setup.py``. Lines a resolver cannot use
+includes), ``[project.dependencies]``, chosen extras and ``[build-system] requires``
+of ``pyproject.toml``, and a literal ``install_requires`` in ``setup.py``. Lines a
+resolver cannot use
 here (editable paths, VCS URLs, index options) are dropped and listed, never
 silently lost.
 """
@@ -22,6 +23,9 @@ from probewatch.paths import PathMatcher
 from runners.env.config import RepoEnvConfig
 from runners.env.errors import EnvError
 from runners.env.setup_py import static_setup_requirements
+
+BUILD_SYSTEM = "pyproject.toml [build-system]"
+LEGACY_BUILD = "setup.py (pip's default build requirements)"
 
 
 class RequirementsUnreadable(EnvError):
@@ -60,6 +64,9 @@ def read_requirements(repo: Path, commit: str, config: RepoEnvConfig) -> Require
         if lines is not None:
             sources.append("setup.py")
             collected.extend(("setup.py", line) for line in lines)
+    if config.use_setup_py and BUILD_SYSTEM not in sources and "setup.py" in reader.files():
+        # pip's own default for a setup.py without a declared build system
+        collected.extend((LEGACY_BUILD, line) for line in ("setuptools>=40.8.0", "wheel"))
     collected.extend(("config.add", line) for line in config.add)
     inputs = _filter(collected, tuple(sources), config, project_name)
     return replace(inputs, commit=reader.full_hash())
@@ -106,9 +113,10 @@ def _collect_pyproject(
     if "pyproject.toml" not in reader.files():
         return None
     try:
-        project = tomllib.loads(reader.show("pyproject.toml")).get("project", {})
+        document = tomllib.loads(reader.show("pyproject.toml"))
     except tomllib.TOMLDecodeError as exc:
         raise RequirementsUnreadable(f"pyproject.toml at {reader.commit}: {exc}") from None
+    project = document.get("project", {})
     if config.use_pyproject:
         lines = list(project.get("dependencies", []))
         optional = project.get("optional-dependencies", {})
@@ -117,8 +125,31 @@ def _collect_pyproject(
         if lines:
             sources.append("pyproject.toml")
             collected.extend(("pyproject.toml", line) for line in lines)
+        _collect_build_system(document, collected, sources)
     name = project.get("name")
     return str(name) if name else None
+
+
+def _collect_build_system(
+    document: dict, collected: list[tuple[str, str]], sources: list[str]
+) -> None:
+    """What ``pip install -e .`` builds with. A run has no network, so a setup command
+    builds without isolation, from the environment (runners/env/overlay.py); setuptools'
+    backend asks for ``wheel`` as well (pip adds it to an isolated build)."""
+    build = [str(line) for line in document.get("build-system", {}).get("requires", [])]
+    names = {_name(line) for line in build}
+    if "setuptools" in names and "wheel" not in names:
+        build.append("wheel")
+    if build:
+        sources.append(BUILD_SYSTEM)
+        collected.extend((BUILD_SYSTEM, line) for line in build)
+
+
+def _name(line: str) -> str | None:
+    try:
+        return canonicalize_name(Requirement(line).name)
+    except InvalidRequirement:
+        return None
 
 
 def _collect_requirement_file(

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from runners.env import EnvHome, Lock, ensure_environment, overlay_environment
+from runners.env import EnvHome, ensure_environment, overlay_environment, resolve
 from runners.env.store import Usage, disk_usage
 from runners.env.uv import Uv
 from runners.types import EnvironmentRef
-from tests.runners_env_support import make_repo
+from tests.runners_env_support import ERA, make_repo
 
 pytest_plugins = ["tests.runners_env_fixtures"]
 
@@ -33,8 +34,16 @@ def run(
 
 
 @pytest.fixture(scope="module")
-def shared(env_home: EnvHome, uv: Uv, six_lock: Lock) -> EnvironmentRef:
-    return ensure_environment(six_lock, env_home, uv).ref
+def shared(env_home: EnvHome, uv: Uv) -> EnvironmentRef:
+    """An environment as one is built for a repository: its requirements and, from its
+    pyproject's ``[build-system]``, what builds it (a run has no network to fetch that)."""
+    lock = resolve(
+        ["six", "packaging", "setuptools>=64", "wheel"],
+        python=Path(sys.executable),
+        uv=uv,
+        exclude_newer=ERA,
+    )
+    return ensure_environment(lock, env_home, uv).ref
 
 
 @dataclass(frozen=True)
@@ -93,3 +102,26 @@ def test_the_overlay_keeps_bytecode_in_the_run_folder(
     assert overlay.env["PATH"].startswith(f"{tmp_path / 'venv' / 'bin'}{os.pathsep}{shared.root}")
     assert run(overlay, "python", "-c", "import six").returncode == 0
     assert list((tmp_path / "venv" / "pycache").rglob("six*.pyc"))
+
+
+def test_an_editable_install_needs_no_network_its_build_backend_is_the_environments(
+    tmp_path: Path, shared: EnvironmentRef
+) -> None:
+    """As in a run's sandbox: no index reachable, yet the setup command builds the tree."""
+    tree, _ = make_repo(tmp_path / "tree", PROJECT)
+    overlay = overlay_environment(shared, tmp_path / "venv")
+    offline = EnvironmentRef(
+        overlay.lock_hash,
+        overlay.root,
+        overlay.python,
+        {
+            **overlay.env,
+            "PIP_INDEX_URL": "http://127.0.0.1:9/simple",
+            "PIP_NO_INDEX": "1",
+            "PIP_FIND_LINKS": "",
+            "PIP_CONFIG_FILE": os.devnull,
+        },
+    )
+    done = run(offline, "pip", "install", "--no-deps", "-e", ".", cwd=tree)
+    assert done.returncode == 0, done.stdout[-1500:] + done.stderr[-1500:]
+    assert run(offline, "demo-hello").stdout.strip() == "hello from the work tree"

@@ -76,7 +76,28 @@ def test_pyproject_dependencies_and_chosen_extras_without_the_project_itself(
 
 def test_static_setup_py_install_requires_and_extras(repo: tuple[Path, str]) -> None:
     config = RepoEnvConfig(requirement_files=(), use_pyproject=False, extras=("math",))
-    assert read_requirements(*repo, config).requirements == ("idna", "packaging>=20", "six")
+    inputs = read_requirements(*repo, config)
+    assert inputs.requirements[:3] == ("idna", "packaging>=20", "six")
+    # no [build-system]: what pip builds a setup.py with, there for a run without network
+    assert inputs.requirements[3:] == ("setuptools>=40.8.0", "wheel")
+
+
+def test_the_build_systems_requirements_are_part_of_the_environment(tmp_path: Path) -> None:
+    declared = '[build-system]\nrequires = ["setuptools>=61", "setuptools-scm>=8"]\n'
+    repo = make_repo(tmp_path / "repo", {"pyproject.toml": declared, "setup.py": SETUP_PY})
+    config = RepoEnvConfig(requirement_files=(), use_setup_py=False)
+    inputs = read_requirements(*repo, config)
+    assert inputs.requirements == ("setuptools>=61", "setuptools-scm>=8", "wheel")
+    assert "pyproject.toml [build-system]" in inputs.sources
+    hatch = make_repo(
+        tmp_path / "hatch",
+        {
+            "pyproject.toml": declared.replace(
+                '"setuptools>=61", "setuptools-scm>=8"', '"hatchling"'
+            )
+        },
+    )
+    assert read_requirements(*hatch, config).requirements == ("hatchling",)
 
 
 def test_requirements_are_read_at_the_given_commit_not_the_tip(repo: tuple[Path, str]) -> None:
