@@ -33,6 +33,7 @@ from runners.patches import parse_changes
 from runners.types import (
     Backend,
     EnvironmentRef,
+    FaultKind,
     Hardware,
     Outcome,
     PatchSpec,
@@ -75,6 +76,27 @@ STATE_OF_RUN: dict[Outcome, SubmissionState] = {
     Outcome.unschedulable: SubmissionState.fault,
 }
 LOG_LIMIT_CHARS = 20_000
+# Faults a candidate's own code can cause: past the sandbox's limits (the trusted golden run
+# stayed within them), or a machine fault a test the golden run passed on this hardware
+# cannot have for the machine's sake (a test made to print "CUDA is not available" would
+# otherwise turn a failure into an excluded fault).
+CANDIDATE_LIMITS = frozenset(
+    {
+        FaultKind.memory_limit,
+        FaultKind.process_limit,
+        FaultKind.file_limit,
+        FaultKind.cpu_limit,
+        FaultKind.disk_limit,
+    }
+)
+MACHINE_CONSTANTS = frozenset(
+    {
+        FaultKind.needs_gpu,
+        FaultKind.missing_asset,
+        FaultKind.unset_variable,
+        FaultKind.environment_build,
+    }
+)
 
 
 class GradingError(EvaluationError):
@@ -376,6 +398,23 @@ def record_run(
         log=(note + result.log)[-LOG_LIMIT_CHARS:],
     )
     return record_validation_run(session=session, run_in=run_in, results=results_of(result))
+
+
+def submission_state(run: RunResult, baseline: Baseline) -> SubmissionState:
+    """How a grading run scores the submission. A fault is the system's, excluded from the
+    score, unless the candidate's code caused it: a limit of the sandbox, or a fault of a
+    kind that does not come and go (no GPU, an uncached asset, an unset variable, a missing
+    module) on tests that all passed in the golden run. Those runs are graded, their faulted
+    tests failed."""
+    state = STATE_OF_RUN[run.outcome]
+    if state is not SubmissionState.fault or run.fault is None:
+        return state
+    if run.fault.kind in CANDIDATE_LIMITS:
+        return SubmissionState.graded
+    faulted = {t.node_id for t in run.tests if t.fault is not None}
+    if run.fault.kind in MACHINE_CONSTANTS and faulted and faulted <= baseline.passed:
+        return SubmissionState.graded
+    return state
 
 
 def suite_scores(

@@ -20,7 +20,6 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from bot.evaluate.grading import (
-    STATE_OF_RUN,
     Baseline,
     Grader,
     GradingError,
@@ -33,6 +32,7 @@ from bot.evaluate.grading import (
     record_run,
     record_scores,
     stored_baseline,
+    submission_state,
     suite_scores,
     task_score_of,
 )
@@ -245,7 +245,7 @@ class TaskJob:
             )
         label = f"{self.agent.name}-{grader.task.instance_id}-grading"
         run = grader.run_submission(kept, label)
-        state = STATE_OF_RUN[run.outcome]
+        state = submission_state(run, baseline)
         passed = run.passed if state is SubmissionState.graded else frozenset()
         grading = _Grading(state, passed, run, dropped)
         return self._store_grade(grader.task, baseline, stored, grading)

@@ -129,3 +129,30 @@ def test_a_task_whose_golden_run_cannot_complete_is_a_fault_not_a_zero(
     result = report.result(instance_id)
     assert result.state is SubmissionState.fault
     assert "golden run ended unappliable" in result.detail
+
+
+def test_a_fault_the_candidates_code_causes_is_graded_as_its_failure_not_excluded(
+    sqlite_engine: Engine, memo: MemoRepo, tmp_path: Path
+) -> None:
+    """A submission that makes every test it breaks print a GPU runner's signature would
+    turn a zero into an excluded fault; the golden run passed those tests on this host."""
+    instance_id = seed(sqlite_engine, memo)
+    store_golden(sqlite_engine, instance_id)
+    pretends = MEMO.replace(
+        "    def get(self, key):\n",
+        "    def get(self, key):\n        raise RuntimeError('CUDA is not available')\n",
+    )
+    assert pretends != MEMO
+    script = tmp_path / "pretends.py"
+    script.write_text(
+        "import pathlib, sys\n"
+        f"pathlib.Path(sys.argv[1], 'cachelib', 'memo.py').write_text({pretends!r})\n"
+    )
+    register_command(sqlite_engine, "pretender", f"{sys.executable} {script} {{workdir}}")
+    report = make_harness(sqlite_engine, memo, tmp_path).run(EvalRequest(agent="pretender"))
+    result = report.result(instance_id)
+    assert report.faults == () and result.state is SubmissionState.graded, result.detail
+    assert not result.resolved(ScoreSuite.original)
+    with session_scope(sqlite_engine) as session:
+        run = build_leaderboard(session=session).runs[0]
+    assert (run.tasks, run.faults) == (1, 0)
