@@ -28,8 +28,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
-from bot.report.render import full_report_url, render_report
+from bot.report.evidence import gaps, mutation_hunk
+from bot.report.ranking import for_the_comment
+from bot.report.render import ReportInput, full_report_url, render_report
 from bot.report.store import report_input
 from bot.repos import mining_config, run_settings
 from bot.settings import load_settings
@@ -49,12 +52,17 @@ from probewatch.errors import ProbewatchError
 from runners.backends.local import LocalBackend
 from runners.env import EnvHome, list_environments
 from task_registry.candidates import decide_candidate, list_candidates
-from task_registry.coverage import stored_coverage
+from task_registry.coverage import CoverageTable, stored_coverage
 from task_registry.db import make_engine, session_scope, upgrade
 from task_registry.models import CandidatePR
 from task_registry.repos import find_repo
 from task_registry.swebench import instance_id_for
-from task_registry.tasks import get_task, list_test_results, list_validation_runs
+from task_registry.tasks import (
+    get_task,
+    list_adversarials,
+    list_test_results,
+    list_validation_runs,
+)
 from task_registry.types import Control, Decision, FilterVerdict
 
 FAILING = ("failed", "error", "timeout")
@@ -87,6 +95,9 @@ class Row:
     report_lines: int = 0
     summary: str = ""
     wall_seconds: float = 0.0
+    # Every patch that passes the PR's own tests, and where a maintainer meets it
+    # (bench/survivor_eval.py scores these against labels).
+    survivor_list: list[dict[str, object]] = field(default_factory=list)
 
 
 def candidates(engine: Engine, repo: str, count: int) -> list[CandidatePR]:
@@ -199,13 +210,65 @@ def describe(engine: Engine, home: Path, instance: str, row: Row, before: set[st
         )
         row.undetermined = sum(1 for a in table.adversarials if a.survives_original is None)
         url = full_report_url("http://127.0.0.1:8080", task.repo, task.pull_number)
+        row.survivor_list = survivor_places(table, task.patch, patches_of(session, task.id or 0))
         try:
-            rendered = render_report(report_input(session, task), full_url=url)
+            report = report_input(session, task)
+            rendered = render_report(report, full_url=url)
         except ProbewatchError as exc:
             row.summary = f"no report: {exc}"  # a task whose validation did not finish
             return
+        mark_shown(row.survivor_list, report)
     row.report_chars, row.report_lines = len(rendered.body), rendered.body.count("\n")
     row.summary = rendered.summary
+
+
+def patches_of(session: Session, task_id: int) -> dict[str, str]:
+    """Each stored adversarial's diff, by its id in the coverage table."""
+    return {str(a.id): a.patch for a in list_adversarials(session=session, task_id=task_id)}
+
+
+def survivor_places(
+    table: CoverageTable, golden: str, patches: dict[str, str]
+) -> list[dict[str, object]]:
+    """Every surviving patch: what it changes, and whether the task page lists it as a gap,
+    sets it aside as likely equivalent, or ties it to no promise the tests miss."""
+    gap_ids = {g.patch.id for g in gaps(table)}
+    found: list[dict[str, object]] = []
+    for patch in table.adversarials:
+        if not patch.survives_original:
+            continue
+        if patch.equivalent:
+            where = f"set aside: {patch.equivalent}"
+        elif patch.id in gap_ids:
+            where = "task page"
+        else:
+            where = "no missed promise"
+        found.append(
+            {
+                "id": patch.id,
+                "operator": patch.operator,
+                "path": patch.path,
+                "line": patch.line,
+                "category": str(patch.promise_category or ""),
+                "description": patch.description,
+                "reach": patch.reach,
+                "where": where,
+                "hunk": mutation_hunk(golden, patches.get(patch.id, ""), patch.path) or "",
+            }
+        )
+    return found
+
+
+def mark_shown(places: list[dict[str, object]], report: ReportInput) -> None:
+    """Which of the gaps the comment shows (the rest stay on the task page), and their rank."""
+    ranked = report.ranked()
+    chosen = {g.patch.id for g in for_the_comment(ranked, report.feedback, report.max_entries)}
+    order = {g.patch.id: n for n, g in enumerate(ranked, 1)}
+    for place in places:
+        if place["id"] in chosen:
+            place["where"] = "comment"
+        if place["id"] in order:
+            place["rank"] = order[str(place["id"])]
 
 
 def watched_entry(repo: str, mirror: Path, conventions: str) -> tuple[WatchedRepo, object]:
@@ -241,6 +304,23 @@ def print_table(rows: list[Row]) -> None:
         print(f"validation: median {statistics.median(timed):.0f} s, worst {max(timed):.0f} s")
 
 
+def describe_again(home: Path, repo: str, path: Path | None) -> int:
+    """The rows of an earlier run, described again by this code (its report and survivors)."""
+    if path is None or not path.is_file():
+        print("--describe needs the --json file of an earlier run", file=sys.stderr)
+        return 2
+    engine = make_engine(load_settings(home=home).resolved_database_url)
+    rows = [Row(**r) for r in json.loads(path.read_text())]
+    for row in rows:
+        if not row.outcome.startswith("skipped"):
+            env_hit = row.env_hit  # known only when the environment was built
+            describe(engine, home, instance_id_for(repo, row.number), row, set())
+            row.env_hit = env_hit
+    path.write_text(json.dumps([asdict(r) for r in rows], indent=2))
+    print_table(rows)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mirror", type=Path, required=True, help="a clone or bare mirror")
@@ -259,8 +339,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--numbers", default="", help="only these PRs of the window (comma-separated): a rerun"
     )
+    parser.add_argument(
+        "--describe",
+        action="store_true",
+        help="describe the PRs the --json file holds again from --home (no build, no run)",
+    )
     args = parser.parse_args(argv)
     wanted = {int(n) for n in args.numbers.split(",") if n.strip()}
+    if args.describe:
+        return describe_again(args.home, args.repo, args.json)
 
     settings = load_settings(
         home=args.home,
