@@ -132,6 +132,7 @@ def validation_backend(
         workspace_root=settings.home / TEST_RUNS,
         cpu_slots=cpu_slots,
         max_patch_bytes=settings.patch_max_bytes,
+        limits=settings.run_limits(),
     )
     if fits(local.capacity(), hardware) or not watch.runner.pools:
         return local

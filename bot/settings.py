@@ -25,6 +25,7 @@ from pydantic_settings import (
 )
 
 from probewatch.errors import ConfigError
+from runners.sandbox.limits import GIB, Limits
 from runners.types import MAX_PATCH_BYTES
 
 if TYPE_CHECKING:
@@ -128,6 +129,30 @@ class Settings(BaseSettings):
     runner_find_links: str = Field(
         default="", description="Folders of local wheels for the pins, separated by ':'."
     )
+    # Limits of every local run and agent (runners/sandbox/limits.py); 0: no limit.
+    run_memory_gib: float | None = Field(
+        default=None,
+        ge=0,
+        description="Memory of one run, all processes (default: half the host's).",
+    )
+    run_processes: int = Field(default=4096, ge=0, description="Processes and threads of one run.")
+    run_file_gib: float = Field(default=64, ge=0, description="The largest file one run writes.")
+    run_cpu_s: int = Field(default=8 * 3600, ge=0, description="CPU seconds of one process.")
+    run_disk_gib: float = Field(default=16, ge=0, description="What one run writes, all files.")
+    run_disk_floor_gib: float = Field(
+        default=2, ge=0, description="A run stops when the host has less free disk than this."
+    )
+
+    def run_limits(self) -> Limits:
+        """The limits every local run and agent gets, from these settings."""
+        return Limits(
+            memory_bytes=_bytes(self.run_memory_gib) if self.run_memory_gib else None,
+            processes=self.run_processes or None,
+            file_bytes=_bytes(self.run_file_gib),
+            cpu_s=self.run_cpu_s or None,
+            disk_bytes=_bytes(self.run_disk_gib),
+            disk_floor_bytes=_bytes(self.run_disk_floor_gib),
+        )
 
     @model_validator(mode="after")
     def _expand_paths(self) -> Settings:
@@ -211,6 +236,10 @@ def file_above(path: Path) -> Path | None:
         if candidate.exists():
             return None if candidate.is_dir() else candidate
     return None
+
+
+def _bytes(gib: float) -> int | None:
+    return int(gib * GIB) or None
 
 
 class SettingsError(ConfigError):

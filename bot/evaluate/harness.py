@@ -44,6 +44,7 @@ from bot.evaluate.types import (
 from bot.repos import AGENT_RUNS, TEST_RUNS, reap_left_runs, run_settings
 from bot.settings import Settings
 from bot.watchfile import WatchFile
+from runners.sandbox.limits import DEFAULT_LIMITS, Limits
 from runners.types import Backend
 from task_registry.db import session_scope
 from task_registry.evaluation import get_agent
@@ -141,6 +142,7 @@ class Harness:
     repos: RepoResolver
     agent_root: Path
     keep_agent_trees: bool = False
+    limits: Limits = DEFAULT_LIMITS  # of each agent's sandbox
 
     def run(self, request: EvalRequest, progress: ProgressCallback | None = None) -> EvalReport:
         """Evaluate ``request.agent`` on the selected tasks; see the module docstring."""
@@ -163,6 +165,7 @@ class Harness:
             repos=repos,
             tracker=tracker,
             keep_agent_trees=self.keep_agent_trees,
+            limits=self.limits,
         )
         with ThreadPoolExecutor(max_workers=request.parallel) as pool:
             results = tuple(pool.map(job.evaluate, selection.tasks))
@@ -218,10 +221,13 @@ def local_harness(
     return Harness(
         engine=engine,
         backend=LocalBackend(
-            workspace_root=home / TEST_RUNS, max_patch_bytes=settings.patch_max_bytes
+            workspace_root=home / TEST_RUNS,
+            max_patch_bytes=settings.patch_max_bytes,
+            limits=settings.run_limits(),
         ),
         repos=repo_resolver(watch, settings, git),
         agent_root=home / AGENT_RUNS,
+        limits=settings.run_limits(),
     )
 
 

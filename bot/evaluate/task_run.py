@@ -56,6 +56,7 @@ from runners.agents import (
 )
 from runners.overlay import OverlayError
 from runners.patches import PatchError
+from runners.sandbox.limits import DEFAULT_LIMITS, Limits
 from runners.types import (
     Backend,
     EnvironmentRef,
@@ -136,6 +137,7 @@ class TaskJob:
     repos: Mapping[str, RepoSetup]
     tracker: Tracker
     keep_agent_trees: bool = False
+    limits: Limits = DEFAULT_LIMITS  # of each agent's sandbox
 
     @contextmanager
     def session(self) -> Iterator[Session]:
@@ -213,6 +215,7 @@ class TaskJob:
             pass_env=self.request.pass_env,
             label=f"{self.agent.name}-{task.instance_id}",
             environment=environment,
+            limits=self.limits,
         )
         return run_agent(request, root=self.agent_root, keep=self.keep_agent_trees)
 
