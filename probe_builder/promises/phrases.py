@@ -68,6 +68,10 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\bzero[- ]copy\b|\bipc\b|\bno (extra |additional )?communication( overhead)?\b",
         r"\bcommunication (overhead|cost|volume)\b",
         r"\bcommunicat\w*\b[^.]{0,30}\b(reduc|fewer|less|avoid|eliminat|minimi[sz])\w*",
+        # what crosses a process border: not serialised again, smaller messages
+        r"\b((avoid|skip|remov|reduc|eliminat)\w*|fewer|less|no|without)"
+        + _NEAR
+        + r"(re-?serializ\w*|serializ\w*|pickl\w*|messages?|payloads?)\b",
     ),
     PromiseCategory.state: rx(
         r"\b(reset|resets|resetting)\b|\binvalidat\w*|\blifecycle\b|\bstale\b",
@@ -142,6 +146,10 @@ NOT_A_PROMISE = rx(
     r"\b(show|shows|showing|demonstrat\w*) (that|how)\b[^.]*\b(tests?|example)\b",
     r"^(add|adds|added|adding)\b[^.]{0,40}\bexamples? (to|that|for) (demonstrat|show|illustrat)\w*",
     r"^(for example|e\.g\.|example:|as per title|see (the )?(above|below|issue)|if not\b)",
+    # pointers to the benchmark results or figures shown elsewhere in the description
+    r"^(see|observe|note|check|compare)\b[^.]{0,60}\b(below|above|attached)\W*$",
+    r"\b(results?|numbers|figures?|benchmarks?|plots?) (are |is )?(shown |listed |attached )?"
+    r"(below|above)\W*$",
 )
 COMMAND_LINE = re.compile(
     r"^`?([A-Z][A-Z0-9_]+=\S+\s+)*(python3?|vllm (serve|bench)|bash|torchrun|pytest|lm_eval|sh"
