@@ -84,6 +84,8 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\bsave\w*\b[^.]{0,40}\blatest",
         r"\bacross (steps|calls|iterations|epochs|restarts)\b|\brepeated(ly)?\b",
         r"\bpersistent across\b",
+        # results kept from an earlier run and reused by the next
+        r"\b(subsequent|later|next) runs?\b|\breus\w* (the )?previous(ly)?\b",
         _CHECKPOINT + r"[^.]{0,40}\b(sav\w*|load\w*|resum\w*|format\w*|convert\w*|async\w*)",
         r"\b(sav\w*|load\w*|resum\w*|convert\w*)\b[^.]{0,30}" + _CHECKPOINT,
         r"\b(weights?|param\w*)[- ](sync\w*|synchroni[sz]\w*|updates?|updating|transfer"
@@ -114,6 +116,13 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\b(fix|correct|wrong|incorrect)\w*\b[^.]{0,30}\b(logprobs?|logits|accuracy|results?|outputs?"
         r"|values?|norms?)\b",
         r"\baccuracy (drop|issue|regression|degradation)\b|\brounding\b",
+        # low-precision formats a run trains or serves in, and quantisation done right
+        r"\b(fp8|fp16|fp4|mxfp8|nvfp4|int8|int4)\b[^.]{0,30}"
+        r"\b(training|rollout|inference|quantiz\w*|fix\w*)\b",
+        r"\bblock[- ]?wise (fp8|quantiz\w*)",
+        # gradients that flow, or are clipped, where they should
+        r"\bgrad(ient)?s?\b[^.]{0,30}\b(flow\w*|incorrect\w*|wrong\w*)\b",
+        r"\b(clip\w*|detach\w*)\b[^.]{0,20}\bgrad(ient)?s?\b",
     ),
 }
 
