@@ -71,7 +71,9 @@ def runner_pins(settings: Settings, watch: WatchFile) -> RunnerOverrides:
     overrides = settings.runner_overrides.split() or list(watch.runner.overrides)
     folders = [Path(p) for p in settings.runner_find_links.split(os.pathsep) if p]
     links = [p.expanduser() for p in folders] or list(watch.runner.find_links)
-    return RunnerOverrides(tuple(overrides), tuple(links))
+    named = [Path(p).expanduser() for p in settings.runner_pythons.split(os.pathsep) if p]
+    pythons = named or list(watch.runner.pythons)
+    return RunnerOverrides(tuple(overrides), tuple(links), pythons=tuple(pythons))
 
 
 def run_settings(

@@ -129,6 +129,11 @@ class Settings(BaseSettings):
     runner_find_links: str = Field(
         default="", description="Folders of local wheels for the pins, separated by ':'."
     )
+    runner_pythons: str = Field(
+        default="",
+        description="Interpreters this runner offers besides its own, separated by ':', for "
+        "repositories whose requires-python its own does not meet.",
+    )
     # Limits of every local run and agent (runners/sandbox/limits.py); 0: no limit.
     run_memory_gib: float | None = Field(
         default=None,

@@ -68,6 +68,7 @@ class RunnerPins(_Strict):
 
     overrides: list[str] = Field(default_factory=list)
     find_links: list[Path] = Field(default_factory=list)
+    pythons: list[Path] = Field(default_factory=list)  # interpreters besides probewatch's
     pools: list[GpuPool] = Field(default_factory=list)
 
 

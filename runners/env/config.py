@@ -96,6 +96,9 @@ class RunnerOverrides:
     harness: tuple[str, ...] = HARNESS_REQUIREMENTS
     optional: tuple[str, ...] = ()  # wanted if the era allows (prepare_environment asks)
     allow_index: tuple[str, ...] = ()  # guarded packages the index may supply after all
+    # Interpreters this runner offers besides the one running probewatch, for repositories
+    # whose ``requires-python`` it does not meet (runners/env/interpreters.py).
+    pythons: tuple[Path, ...] = ()
 
     def overridden_names(self) -> frozenset[str]:
         return frozenset(requirement_name(line) for line in self.requirements)

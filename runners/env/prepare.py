@@ -11,7 +11,6 @@ final environment's manifest.
 from __future__ import annotations
 
 import subprocess
-import sys
 import tarfile
 import tempfile
 import time
@@ -26,6 +25,7 @@ from packaging.utils import canonicalize_name
 from runners.env.build import BuildResult, ensure_environment, environment_ref, record_repairs
 from runners.env.config import OPTIONAL_HARNESS, EnvHome, RepoEnvConfig, RunnerOverrides
 from runners.env.errors import EnvError
+from runners.env.interpreters import choose_interpreter
 from runners.env.lock import Lock, ResolutionError, resolve
 from runners.env.manifest import Dropped, Provenance, Repair, RepairOutcome
 from runners.env.repair import (
@@ -101,8 +101,10 @@ class _Job:
     def __init__(self, request: EnvRequest, home: EnvHome, uv: Uv) -> None:
         self.request, self.home, self.uv = request, home, uv
         self.overrides = replace(request.overrides, optional=request.optional)
-        self.python = request.python or Path(sys.executable)
         inputs = read_requirements(request.repo, request.commit, request.config)
+        self.python = choose_interpreter(
+            inputs.requires_python, request.python, request.overrides.pythons
+        )
         self.provenance = _provenance(request, inputs)
         self.state = _RepairState(inputs.requirements)
         self.builds = 0

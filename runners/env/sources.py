@@ -48,6 +48,7 @@ class RequirementInputs:
     dropped: tuple[DroppedLine, ...] = ()
     project_name: str | None = None
     commit: str = ""  # the full hash the commit name resolved to
+    requires_python: str | None = None  # pyproject's ``requires-python``: which interpreter
 
 
 def read_requirements(repo: Path, commit: str, config: RepoEnvConfig) -> RequirementInputs:
@@ -55,7 +56,7 @@ def read_requirements(repo: Path, commit: str, config: RepoEnvConfig) -> Require
     reader = _GitReader(repo, commit)
     collected: list[tuple[str, str]] = []  # (source, line)
     sources: list[str] = []
-    project_name = _collect_pyproject(reader, config, collected, sources)
+    project_name, requires_python = _collect_pyproject(reader, config, collected, sources)
     seen: set[str] = set()  # a file included by another and matched by a glob is read once
     for path in _matching_files(reader.files(), config.requirement_files):
         _collect_requirement_file(reader, path, collected, sources, seen)
@@ -69,7 +70,7 @@ def read_requirements(repo: Path, commit: str, config: RepoEnvConfig) -> Require
         collected.extend((LEGACY_BUILD, line) for line in ("setuptools>=40.8.0", "wheel"))
     collected.extend(("config.add", line) for line in config.add)
     inputs = _filter(collected, tuple(sources), config, project_name)
-    return replace(inputs, commit=reader.full_hash())
+    return replace(inputs, commit=reader.full_hash(), requires_python=requires_python)
 
 
 class _GitReader:
@@ -109,9 +110,10 @@ def _collect_pyproject(
     config: RepoEnvConfig,
     collected: list[tuple[str, str]],
     sources: list[str],
-) -> str | None:
+) -> tuple[str | None, str | None]:
+    """The project's name and its ``requires-python``, its requirement lines collected."""
     if "pyproject.toml" not in reader.files():
-        return None
+        return None, None
     try:
         document = tomllib.loads(reader.show("pyproject.toml"))
     except tomllib.TOMLDecodeError as exc:
@@ -126,8 +128,8 @@ def _collect_pyproject(
             sources.append("pyproject.toml")
             collected.extend(("pyproject.toml", line) for line in lines)
         _collect_build_system(document, collected, sources)
-    name = project.get("name")
-    return str(name) if name else None
+    name, requires_python = project.get("name"), project.get("requires-python")
+    return (str(name) if name else None), (str(requires_python) if requires_python else None)
 
 
 def _collect_build_system(

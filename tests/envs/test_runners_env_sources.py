@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 
+from bot.repos import runner_pins
+from bot.settings import load_settings
+from bot.watchfile import RunnerPins, WatchFile
 from runners.env.config import EnvConfigError, RepoEnvConfig, known_repo_config
+from runners.env.interpreters import NoInterpreterError, choose_interpreter
 from runners.env.setup_py import static_setup_requirements
 from runners.env.sources import RequirementsUnreadable, read_requirements
 from tests.runners_env_support import git, make_repo
@@ -143,3 +148,43 @@ def test_the_shipped_verl_config_leaves_gpu_only_packages_out() -> None:
     config = known_repo_config("volcengine/verl")
     assert {"vllm", "sglang", "flash-attn"} <= config.excluded_names
     assert known_repo_config("someone/unknown") == RepoEnvConfig()
+
+
+def fake_python(folder: Path, version: str) -> Path:
+    """An executable that answers as an interpreter of ``version`` does when asked."""
+    path = folder / f"python{version}"
+    path.write_text(f"#!/bin/sh\necho {version} linux-x86_64\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_the_interpreter_is_the_runners_own_unless_requires_python_rules_it_out(
+    tmp_path: Path,
+) -> None:
+    own = Path(sys.executable)
+    newer = [fake_python(tmp_path, "3.14.0"), fake_python(tmp_path, "3.99.1")]
+    assert choose_interpreter(None, own, newer) == own
+    assert choose_interpreter(">=3.8", own, newer) == own
+    # the oldest offered interpreter that fits, not the newest
+    assert choose_interpreter(">=3.14", own, list(reversed(newer))) == newer[0]
+    with pytest.raises(
+        NoInterpreterError, match=r"needs Python >=4\.1 .*PROBEWATCH_RUNNER_PYTHONS"
+    ):
+        choose_interpreter(">=4.1", own, [*newer, tmp_path / "missing"])
+
+
+def test_requires_python_is_read_from_the_pyproject_at_the_commit(tmp_path: Path) -> None:
+    declared = '[project]\nname = "x"\nrequires-python = ">=3.12"\n'
+    repo = make_repo(tmp_path / "repo", {"pyproject.toml": declared})
+    assert read_requirements(*repo, RepoEnvConfig()).requires_python == ">=3.12"
+
+
+def test_the_runner_names_its_interpreters_in_the_settings_or_the_watch_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    watch = WatchFile(runner=RunnerPins(pythons=[Path("/opt/py312/bin/python")]))
+    settings = load_settings(home=tmp_path / "home")
+    assert runner_pins(settings, watch).pythons == (Path("/opt/py312/bin/python"),)
+    monkeypatch.setenv("PROBEWATCH_RUNNER_PYTHONS", "/a/python3.12:/b/python3.13")
+    named = runner_pins(load_settings(home=tmp_path / "home"), watch).pythons
+    assert named == (Path("/a/python3.12"), Path("/b/python3.13"))
