@@ -27,6 +27,8 @@ from probe_builder.promises.phrases import (
     COMMAND_LINE,
     CUES,
     DOCS_ONLY_TITLE,
+    DOCS_SECTIONS,
+    DOCS_WORDS,
     ERROR_CLAIM,
     FEATURE_VERB,
     LIMITATION,
@@ -37,6 +39,7 @@ from probe_builder.promises.phrases import (
     NOT_A_PROMISE,
     QUANTITY,
     TEST_SECTIONS,
+    TITLE_CLAUSE,
     TITLE_TAGS,
 )
 from task_registry.types import PromiseCategory
@@ -74,6 +77,7 @@ def _is_promise_candidate(sentence: Sentence) -> bool:
     return not (
         heading
         or TEST_SECTIONS.match(sentence.section)
+        or DOCS_SECTIONS.search(sentence.section)
         or NOT_A_PROMISE.search(text)
         or COMMAND_LINE.match(text)
     )
@@ -160,9 +164,21 @@ def _tagged_title(title: str, promises: list[ExtractedPromise]) -> list[Extracte
     ]
 
 
+def _docs_only(title: str) -> bool:
+    """A docs or CI title, unless another of its clauses names code work ("improve docs, fix
+    X and optimize Y"): that clause promises like any title."""
+    if not DOCS_ONLY_TITLE.search(title):
+        return False
+    clauses = TITLE_CLAUSE.split(clean_title(title))
+    return len(clauses) < 2 or not any(
+        FEATURE_VERB.search(c) and not DOCS_ONLY_TITLE.search(c) and not DOCS_WORDS.search(c)
+        for c in clauses
+    )
+
+
 def extract_promises(title: str, body: str) -> list[ExtractedPromise]:
     """Promises of a PR, one per behaviour and category, in description order."""
-    if DOCS_ONLY_TITLE.search(title):
+    if _docs_only(title):
         return []  # documentation and CI changes promise nothing a probe could check
     promises = [
         ExtractedPromise(

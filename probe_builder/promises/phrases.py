@@ -170,6 +170,11 @@ TEST_SECTIONS = re.compile(
     r"|validation|accuracy( tests?)?|evaluation|eval|unit tests?)$",
     re.I,
 )
+# A docs title's clauses ("improve docs, fix X and optimize Y"); one without these words is code.
+TITLE_CLAUSE = re.compile(r",\s*|\s+and\s+")
+DOCS_WORDS = rx(r"\b(docs?|documentation|readme|typos?|comments?|docstrings?|examples?)\b")
+# Section headings that name a documentation change: its prose promises no behaviour.
+DOCS_SECTIONS = re.compile(r"\b(docs?|documentation|readme)\b", re.I)
 # Title tags that name the kind of change ([Perf], perf:): the title promises that category.
 TITLE_TAGS: dict[PromiseCategory, re.Pattern[str]] = {
     PromiseCategory.time: rx(r"\[\s*perf(ormance)?\s*\]", r"^\s*(\[[^\]]*\]\s*)*perf(\([^)]*\))?:"),
