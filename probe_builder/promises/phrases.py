@@ -155,6 +155,9 @@ NOT_A_PROMISE = rx(
     r"\b(show|shows|showing|demonstrat\w*) (that|how)\b[^.]*\b(tests?|example)\b",
     r"^(add|adds|added|adding)\b[^.]{0,40}\bexamples? (to|that|for) (demonstrat|show|illustrat)\w*",
     r"^(for example|e\.g\.|example:|as per title|see (the )?(above|below|issue)|if not\b)",
+    # a reference to an issue or earlier PR and nothing else ("Fixes #123.", "Refactor of #45")
+    r"^(fix(es|ed)?|close[sd]?|resolve[sd]?|refactor of|follow[- ]up (to|of|on)|part of)"
+    r"(\s+(the|this|an?))?(\s+(issue|bug|pr))?\s*([\w./-]*#\d+)?\s*\W*$",
     # pointers to the benchmark results or figures shown elsewhere in the description
     r"^(see|observe|note|check|compare)\b[^.]{0,60}\b(below|above|attached)\W*$",
     r"\b(results?|numbers|figures?|benchmarks?|plots?) (are |is )?(shown |listed |attached )?"
