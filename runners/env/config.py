@@ -37,6 +37,9 @@ GUARDED_PACKAGES = ("torch", "torchvision", "torchaudio")
 KNOWN_REPOS_FILE = Path(__file__).with_name("known_repos.toml")
 
 
+DEFAULT_TEST_GROUPS = ("test", "tests", "testing")
+
+
 class EnvConfigError(EnvError, ValueError):
     """A per-repo environment configuration that cannot be used."""
 
@@ -49,6 +52,8 @@ class RepoEnvConfig:
     use_pyproject: bool = True  # [project.dependencies]
     use_setup_py: bool = True  # install_requires, when a static literal
     extras: tuple[str, ...] = ()  # optional-dependency groups to include
+    # Dependency groups (PEP 735) of pyproject.toml to include: what the tests need.
+    groups: tuple[str, ...] = DEFAULT_TEST_GROUPS
     add: tuple[str, ...] = ()  # requirement lines added to whatever the repo names
     exclude: tuple[str, ...] = ()  # distribution names dropped (GPU-only, unreachable)
 

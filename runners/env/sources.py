@@ -2,11 +2,10 @@
 
 Files are read with ``git show COMMIT:path`` so no work tree is needed and a
 bare mirror stays untouched. Sources: requirement files (following ``-r``
-includes), ``[project.dependencies]``, chosen extras and ``[build-system] requires``
-of ``pyproject.toml``, and a literal ``install_requires`` in ``setup.py``. Lines a
-resolver cannot use
-here (editable paths, VCS URLs, index options) are dropped and listed, never
-silently lost.
+includes), ``[project.dependencies]``, chosen extras, the test dependency groups and
+``[build-system] requires`` of ``pyproject.toml``, and a literal ``install_requires``
+in ``setup.py``. Lines a resolver cannot use here (editable paths, VCS URLs, index
+options) are dropped and listed, never silently lost.
 """
 
 from __future__ import annotations
@@ -127,9 +126,37 @@ def _collect_pyproject(
         if lines:
             sources.append("pyproject.toml")
             collected.extend(("pyproject.toml", line) for line in lines)
+        _collect_groups(document, config.groups, collected, sources)
         _collect_build_system(document, collected, sources)
     name, requires_python = project.get("name"), project.get("requires-python")
     return (str(name) if name else None), (str(requires_python) if requires_python else None)
+
+
+def _collect_groups(
+    document: dict, names: tuple[str, ...], collected: list[tuple[str, str]], sources: list[str]
+) -> None:
+    """Lines of the chosen dependency groups (PEP 735), following ``include-group``."""
+    groups = document.get("dependency-groups", {})
+    if not isinstance(groups, dict):
+        return
+    for name in names:
+        lines = _group_lines(groups, name, frozenset())
+        if lines:
+            source = f"pyproject.toml [dependency-groups] {name}"
+            sources.append(source)
+            collected.extend((source, line) for line in lines)
+
+
+def _group_lines(groups: dict, name: str, seen: frozenset[str]) -> list[str]:
+    if name in seen or not isinstance(groups.get(name), list):
+        return []
+    lines: list[str] = []
+    for entry in groups[name]:
+        if isinstance(entry, str):
+            lines.append(entry)
+        elif isinstance(entry, dict) and isinstance(entry.get("include-group"), str):
+            lines += _group_lines(groups, entry["include-group"], seen | {name})
+    return lines
 
 
 def _collect_build_system(

@@ -188,3 +188,21 @@ def test_the_runner_names_its_interpreters_in_the_settings_or_the_watch_file(
     monkeypatch.setenv("PROBEWATCH_RUNNER_PYTHONS", "/a/python3.12:/b/python3.13")
     named = runner_pins(load_settings(home=tmp_path / "home"), watch).pythons
     assert named == (Path("/a/python3.12"), Path("/b/python3.13"))
+
+
+def test_the_test_dependency_group_is_part_of_the_environment(tmp_path: Path) -> None:
+    declared = (
+        '[project]\nname = "x"\ndependencies = ["numpy"]\n[dependency-groups]\n'
+        'base = ["pyyaml"]\ntest = ["pytest", "pydantic", {include-group = "base"}]\n'
+        'docs = ["sphinx"]\n'
+    )
+    repo = make_repo(tmp_path / "repo", {"pyproject.toml": declared})
+    config = RepoEnvConfig(requirement_files=(), use_setup_py=False)
+    assert read_requirements(*repo, config).requirements == (
+        "numpy",
+        "pytest",
+        "pydantic",
+        "pyyaml",
+    )
+    none = RepoEnvConfig(requirement_files=(), use_setup_py=False, groups=())
+    assert read_requirements(*repo, none).requirements == ("numpy",)
