@@ -180,6 +180,15 @@ SIGNATURES: tuple[Signature, ...] = (
         "(the repository's CI sets it): give it in the watch file's [repo.tests] env",
         retryable=False,
     ),
+    # torch.distributed's env:// rendezvous outside a launcher (torchrun sets RANK and the rest).
+    _sig(
+        FaultKind.unset_variable,
+        r"environment variable (?P<variable>[A-Z_][A-Z0-9_]*) expected, but not set",
+        "the test initialises torch.distributed from the environment and expects "
+        "{variable}, which a launcher such as torchrun sets: the repository's CI runs it "
+        "under one (give the variables in the watch file's [repo.tests] env)",
+        retryable=False,
+    ),
     _sig(
         FaultKind.docker,
         r"Cannot connect to the Docker daemon|Error response from daemon"

@@ -67,6 +67,11 @@ ROWS = [
         "KeyError: 'ROLLOUT_NAME'",  # a KeyError of the test's own: junit marks no os frame
     ),
     (
+        "ValueError: Error initializing torch.distributed using env:// rendezvous: environment"
+        " variable RANK expected, but not set",
+        "ValueError: the rank was expected, but not set",
+    ),
+    (
         "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?",
         "see the docker build instructions in the README",
     ),
@@ -119,6 +124,16 @@ def test_the_unset_variable_is_named_with_the_fix() -> None:
     assert (
         "environment variable ROLLOUT_NAME" in fault.detail and "[repo.tests] env" in fault.detail
     )
+
+
+def test_a_rendezvous_outside_a_launcher_names_the_variable_and_the_launcher() -> None:
+    message = (
+        'failed on setup with "ValueError: Error initializing torch.distributed using env://'
+        ' rendezvous: environment variable RANK expected, but not set"'
+    )
+    fault = message_fault(message)
+    assert fault is not None and fault.kind is FaultKind.unset_variable
+    assert "expects RANK" in fault.detail and "torchrun" in fault.detail
 
 
 def test_the_matching_line_is_the_evidence() -> None:
