@@ -208,7 +208,7 @@ def baseline_jobs(
     """S and H, with the original tests when asked (their results give FAIL_TO_PASS)."""
     spec, tests = inputs.spec, () if with_originals else tuple(overlay)
     suite = _suite(bool(overlay), with_originals)
-    hollow = PatchSpec(name="hollow", diff=inputs.hollow_patch)
+    hollow = PatchSpec(name="hollow", diff=inputs.hollow_patch, allow_binary=True)
     return [
         ControlJob(
             Control.snapshot, suite, spec.request([], label="snapshot", probes=overlay, tests=tests)
@@ -239,7 +239,7 @@ def evidence_jobs(
             Control.adversarial,
             Suite.probes,
             spec.request(
-                [PatchSpec(name=f"adversarial-{a.id}", diff=a.patch)],
+                [PatchSpec(name=f"adversarial-{a.id}", diff=a.patch, allow_binary=True)],
                 label=f"adversarial-{a.id}-probes",
                 probes=overlay,
                 tests=tuple(overlay),

@@ -78,6 +78,8 @@ class PatchSpec:
 
     name: str  # e.g. "golden", "hollow", "adversarial-3", "submission"
     diff: str
+    # The task's own patches (golden, hollow, adversarials made from the golden) carry the
+    # PR's binary files (figures, test data); a submission may not.
     allow_binary: bool = False
     forbid_test_changes: bool = False  # agent submissions may not touch tests
     test_globs: tuple[str, ...] = ()  # the repository's test globs; empty: the default list

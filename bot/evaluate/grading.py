@@ -243,7 +243,7 @@ class Grader:
         return any(is_pytest_module(path) for path in self.overlay.files)
 
     def run_golden(self) -> RunResult:
-        spec = PatchSpec("golden", self.task.patch)
+        spec = PatchSpec("golden", self.task.patch, allow_binary=True)
         return self.backend.run(self.request([spec], f"{self.task.instance_id}-golden"))
 
     def run_submission(self, diff: str, label: str) -> RunResult:

@@ -139,7 +139,11 @@ def _replay_in(
             _writing(
                 folder,
                 _replay(
-                    spec, PatchSpec(f"adversarial-{v.id}", v.patch), inputs, verdicts[v.id], v.id
+                    spec,
+                    PatchSpec(f"adversarial-{v.id}", v.patch, allow_binary=True),
+                    inputs,
+                    verdicts[v.id],
+                    v.id,
                 ),
             )
             for v in recorded

@@ -128,7 +128,7 @@ class TaskRunSpec:
         )
 
     def golden(self) -> PatchSpec:
-        return PatchSpec(name="golden", diff=self.golden_patch)
+        return PatchSpec(name="golden", diff=self.golden_patch, allow_binary=True)
 
     @property
     def test_modules(self) -> tuple[str, ...]:
@@ -475,7 +475,7 @@ def _selected(node: str, selected: str) -> bool:
 
 def _variant_job(spec: TaskRunSpec, variant: Variant, tests: Sequence[str]) -> ControlJob:
     request = spec.request(
-        [PatchSpec(name=f"adversarial-{variant.id}", diff=variant.patch)],
+        [PatchSpec(name=f"adversarial-{variant.id}", diff=variant.patch, allow_binary=True)],
         label=f"adversarial-{variant.id}",
         tests=tests,
     )
@@ -559,6 +559,11 @@ def _check_baseline(golden: GoldenBaseline, waiting: Mapping[str, str]) -> None:
         result.outcome is Outcome.fault and every_failure_faulted
     ):
         raise BaselineError(f"the golden run did not complete ({result.outcome}): {result.detail}")
+    if result.outcome is Outcome.completed and not any(not t.is_probe for t in result.tests):
+        raise BaselineError(
+            "pytest collects no test from the PR's own test files: files named like tests "
+            "that hold none (scripts, launchers), so nothing of the PR's own judges the change"
+        )
     if not golden.passed:
         raise BaselineError(
             "the golden patch passes none of the PR's own tests here: " + _why_per_file(result)

@@ -171,6 +171,14 @@ def test_a_golden_patch_failing_its_own_tests_cannot_be_the_baseline(tmp_path):
         search_survivors(spec, [Variant("v", pr.split.golden)], runner_for(tmp_path / "runs"))
 
 
+def test_test_files_that_hold_no_pytest_test_are_named_as_such(tmp_path):
+    script = {"tests/test_server.py": "import sys\n\nif __name__ == '__main__':\n    sys.exit(0)\n"}
+    pr = make_pr(tmp_path, {"m.py": "X = 1\n"}, {"m.py": "X = 2\n", **script})
+    spec = TaskRunSpec(pr.repo, pr.base, pr.split.golden, script)
+    with pytest.raises(BaselineError, match="collects no test from the PR's own test files"):
+        search_survivors(spec, [Variant("v", pr.split.golden)], runner_for(tmp_path / "runs"))
+
+
 def test_a_task_without_test_modules_is_refused_before_any_run(tmp_path):
     spec = TaskRunSpec(tmp_path, "HEAD", "", {"tests/data.json": "{}"})
     runner = runner_for(tmp_path / "runs")
