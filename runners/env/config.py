@@ -102,7 +102,7 @@ class RunnerOverrides:
     optional: tuple[str, ...] = ()  # wanted if the era allows (prepare_environment asks)
     allow_index: tuple[str, ...] = ()  # guarded packages the index may supply after all
     # Interpreters this runner offers besides the one running probewatch, for repositories
-    # whose ``requires-python`` it does not meet (runners/env/interpreters.py).
+    # whose ``requires-python`` it does not meet (runners/env/lock.choose_interpreter).
     pythons: tuple[Path, ...] = ()
 
     def overridden_names(self) -> frozenset[str]:

@@ -13,11 +13,15 @@ import functools
 import hashlib
 import json
 import subprocess
+import sys
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import Version
 
 from runners.env.config import GUARDED_PACKAGES, RunnerOverrides, requirement_name
 from runners.env.errors import EnvError
@@ -145,3 +149,50 @@ def _check_guarded(pins: tuple[str, ...], overrides: RunnerOverrides) -> None:
                 f"runner's own build (matching its torch; a CUDA build is gigabytes): give it "
                 f"as an override, e.g. --override '{name}==VERSION+cpu' --find-links WHEEL_DIR"
             )
+
+
+# --- which interpreter: the repository's requires-python decides ---------------------------
+#
+# A repository that moved to a newer Python cannot be installed into an environment of an
+# older interpreter. The runner offers the interpreter running probewatch and those it
+# names (PROBEWATCH_RUNNER_PYTHONS, the watch file's [runner] pythons); the running one
+# wins when it fits, else the oldest that does (closest to the era).
+
+
+class NoInterpreterError(EnvError):
+    """No interpreter this runner offers meets the repository's ``requires-python``."""
+
+
+def choose_interpreter(
+    requires_python: str | None, default: Path | None = None, offered: Sequence[Path] = ()
+) -> Path:
+    """The interpreter to build on: ``default`` (this process's) when it meets
+    ``requires_python``, else the oldest of ``offered`` that does."""
+    first = default or Path(sys.executable)
+    if not requires_python:
+        return first
+    try:
+        wanted = SpecifierSet(requires_python)
+    except InvalidSpecifier:
+        return first  # a specifier pip cannot read either: the install will say so
+    own = _known(first)
+    others = sorted(
+        (i for i in map(_known, offered) if i is not None), key=lambda i: Version(i.version)
+    )
+    found = [own, *others] if own is not None else others
+    for candidate in found:
+        if wanted.contains(candidate.version, prereleases=True):
+            return candidate.path
+    versions = ", ".join(sorted({i.version for i in found})) or "none"
+    raise NoInterpreterError(
+        f"the repository needs Python {requires_python} (its requires-python); this runner "
+        f"offers {versions}: name one that fits in PROBEWATCH_RUNNER_PYTHONS or the watch "
+        "file's [runner] pythons"
+    )
+
+
+def _known(path: Path) -> Interpreter | None:
+    try:
+        return interpreter(path)
+    except (OSError, subprocess.CalledProcessError, ValueError):  # not a Python that answers
+        return None

@@ -25,8 +25,7 @@ from packaging.utils import canonicalize_name
 from runners.env.build import BuildResult, ensure_environment, environment_ref, record_repairs
 from runners.env.config import OPTIONAL_HARNESS, EnvHome, RepoEnvConfig, RunnerOverrides
 from runners.env.errors import EnvError
-from runners.env.interpreters import choose_interpreter
-from runners.env.lock import Lock, ResolutionError, resolve
+from runners.env.lock import Lock, ResolutionError, choose_interpreter, resolve
 from runners.env.manifest import Dropped, Provenance, Repair, RepairOutcome
 from runners.env.repair import (
     Collection,

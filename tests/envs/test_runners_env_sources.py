@@ -11,7 +11,7 @@ from bot.repos import runner_pins
 from bot.settings import load_settings
 from bot.watchfile import RunnerPins, WatchFile
 from runners.env.config import EnvConfigError, RepoEnvConfig, known_repo_config
-from runners.env.interpreters import NoInterpreterError, choose_interpreter
+from runners.env.lock import NoInterpreterError, choose_interpreter
 from runners.env.setup_py import static_setup_requirements
 from runners.env.sources import RequirementsUnreadable, read_requirements
 from tests.runners_env_support import git, make_repo
