@@ -15,6 +15,7 @@ as such and never counted as a failure.
 from __future__ import annotations
 
 import ast
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -131,10 +132,16 @@ def place_test(path: str, source: str | None, rules: HardwareRules) -> TestPlace
     return TestPlacement(path, Hardware(), "no convention decides: tried on CPU", tried=True)
 
 
+# CPython 3.11's AST conversion keeps its recursion depth in state the threads share: two
+# runs parsing at once in one process fail with "AST constructor recursion depth mismatch".
+_PARSING = threading.Lock()
+
+
 def marked_gpus(source: str) -> int:
     """The largest n in ``probe_gpu(n)`` marks of a test module (a bare mark is 1); 0 if none."""
     try:
-        module = ast.parse(source)
+        with _PARSING:
+            module = ast.parse(source)
     except SyntaxError:
         return 0  # pytest reports the module as a collection error
     counts = [_mark_count(node) for node in ast.walk(module)]
