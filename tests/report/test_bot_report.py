@@ -5,6 +5,7 @@ under GitHub's limit with a link)."""
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from dataclasses import dataclass, replace
@@ -412,3 +413,38 @@ def test_no_gap_is_said_only_for_what_ran_here() -> None:
         "for tests that cannot run here"
     )
     assert "2 more not judged: no test that runs here reaches them" in body
+
+
+def _diff(before: list[str], after: list[str], context: int = 3) -> str:
+    lines = difflib.unified_diff(
+        [f"{line}\n" for line in before],
+        [f"{line}\n" for line in after],
+        "a/pkg/mod.py",
+        "b/pkg/mod.py",
+        n=context,
+    )
+    return "diff --git a/pkg/mod.py b/pkg/mod.py\n" + "".join(lines)
+
+
+def test_mutation_hunk_when_the_patches_hunks_do_not_line_up() -> None:
+    base = [f"x{n} = {n}" for n in range(1, 41)]
+    merged = [*base]
+    merged[4], merged[13], merged[30] = "x5 = five", "x14 = fourteen", "x31 = thirty-one"
+    golden = _diff(base, merged)
+    # a change between two golden hunks: the mutant's diff merges them into one
+    between = [*merged]
+    between[9] = "x10 = -10"
+    assert mutation_hunk(golden, _diff(base, between), "pkg/mod.py") == (
+        " x8 = 8\n x9 = 9\n-x10 = 10\n+x10 = -10\n x11 = 11\n x12 = 12"
+    )
+    # a line of the golden change removed, the patch written with more context
+    gone = [line for line in merged if line != "x31 = thirty-one"]
+    assert mutation_hunk(golden, _diff(base, gone, context=8), "pkg/mod.py") == (
+        " x29 = 29\n x30 = 30\n-x31 = thirty-one\n x32 = 32\n x33 = 33"
+    )
+    # a line added far from every golden hunk
+    added = [*merged[:37], "x = None", *merged[37:]]
+    assert mutation_hunk(golden, _diff(base, added), "pkg/mod.py") == (
+        " x36 = 36\n x37 = 37\n+x = None\n x38 = 38\n x39 = 39"
+    )
+    assert mutation_hunk(golden, _diff(base, merged, context=5), "pkg/mod.py") is None
