@@ -9,12 +9,12 @@ referenced, and never one whose lock is held (a build, or a run in progress).
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from probewatch.disk import file_stats
 from runners.env.build import EnvironmentBusy, exclusive, is_ready
 from runners.env.config import EnvHome
 from runners.env.fs import remove_tree
@@ -71,24 +71,14 @@ def disk_usage(roots: Iterable[Path], seen: set[tuple[int, int]] | None = None) 
     """
     seen = set() if seen is None else seen
     apparent = actual = files = 0
-    for root in roots:
-        for path in _files(root):
-            info = path.lstat()
-            apparent += info.st_size
-            files += 1
-            key = (info.st_dev, info.st_ino)
-            if key not in seen:
-                seen.add(key)
-                actual += info.st_size
+    for info in file_stats(roots):
+        apparent += info.st_size
+        files += 1
+        key = (info.st_dev, info.st_ino)
+        if key not in seen:
+            seen.add(key)
+            actual += info.st_size
     return Usage(apparent, actual, files)
-
-
-def _files(root: Path) -> Iterable[Path]:
-    for folder, _dirs, names in os.walk(root):
-        for name in names:
-            path = Path(folder) / name
-            if not path.is_symlink():
-                yield path
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from probewatch.disk import file_stats
 from runners.sandbox.limits import LIMIT_NOTE, breach_note, describe_bytes
 
 CHECK_EVERY_S = 2.0  # the shortest gap between two walks
@@ -31,23 +32,10 @@ def used_bytes(folders: Iterable[Path]) -> int:
     what it really holds). Each file is counted once, however many folders or links show it."""
     seen: set[tuple[int, int]] = set()
     total = 0
-    pending = [str(f) for f in _outermost(folders)]
-    while pending:
-        try:
-            entries = list(os.scandir(pending.pop()))
-        except OSError:
-            continue  # removed while we walked, or unreadable: nothing the run can fill
-        for entry in entries:
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    pending.append(entry.path)
-                    continue
-                info = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            if (info.st_dev, info.st_ino) not in seen:
-                seen.add((info.st_dev, info.st_ino))
-                total += info.st_blocks * 512
+    for info in file_stats(_outermost(folders)):
+        if (info.st_dev, info.st_ino) not in seen:
+            seen.add((info.st_dev, info.st_ino))
+            total += info.st_blocks * 512
     return total
 
 
