@@ -39,8 +39,10 @@ SHOWN = ("comment", "task page")
 
 
 def survivor_key(instance: str, path: str, line: int | None, operator: str, hunk: str) -> str:
-    """A patch's identity across runs: mechanical patches are made the same way each time."""
-    digest = hashlib.sha256(f"{path}\n{line}\n{operator}\n{hunk}".encode()).hexdigest()
+    """A patch's identity across runs: mechanical patches are made the same way each time.
+    Only the hunk's changed lines count, not the context shown around them."""
+    changed = "\n".join(row for row in hunk.splitlines() if row[:1] in ("-", "+"))
+    digest = hashlib.sha256(f"{path}\n{line}\n{operator}\n{changed}".encode()).hexdigest()
     return f"{instance}:{digest[:12]}"
 
 

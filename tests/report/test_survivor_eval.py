@@ -88,3 +88,12 @@ def test_a_label_outside_the_three_values_is_refused(tmp_path: Path) -> None:
     path.write_text(yaml.safe_dump({"items": [{"key": "x", "label": "maybe"}]}))
     with pytest.raises(ValueError, match="label must be one of"):
         load_labels(path)
+
+
+def test_a_survivors_key_ignores_the_context_shown_around_its_change() -> None:
+    bare = survivor_key("acme__widgets-7", "w/core.py", 3, "compare_flip", "-a < b\n+a <= b")
+    shown = survivor_key(
+        "acme__widgets-7", "w/core.py", 3, "compare_flip", " x = 1\n-a < b\n+a <= b\n y = 2"
+    )
+    other = survivor_key("acme__widgets-7", "w/core.py", 3, "compare_flip", "-a < b\n+a > b")
+    assert bare == shown != other
