@@ -33,6 +33,7 @@ from probe_builder.adversarial.survivors import (
     Variant,
     search_survivors,
 )
+from probe_builder.material.diffs import patch_difference
 from runners.backends.placement import describe_hardware, fits, place_test
 from runners.types import Capacity, HardwareRules, Outcome, PatchSpec, TestStatus
 from task_registry.coverage import ControlRef
@@ -415,19 +416,11 @@ def feedback(
 
 
 def changed_lines(golden_patch: str, patch: str, limit: int = 8) -> str:
-    """The added lines ``patch`` has and the golden patch lacks (``+``), and the reverse
-    (``-``): what the patch changes in the golden code, both being diffs against the base."""
-    golden = [
-        line
-        for line in golden_patch.splitlines()
-        if line.startswith("+") and not line.startswith("+++")
-    ]
-    mine = [
-        line for line in patch.splitlines() if line.startswith("+") and not line.startswith("+++")
-    ]
-    gone = [f"-{line[1:]}" for line in golden if line not in mine]
-    new = [line for line in mine if line not in golden]
-    shown = (gone + new)[:limit]
+    """What ``patch`` changes in the golden code, both being diffs against the base: the
+    golden lines it drops (``-``) and the lines it puts there (``+``)."""
+    shown = [line for region in patch_difference(golden_patch, patch) or [] for line in region]
+    if len(shown) > limit:
+        shown = [*shown[:limit], f"… {len(shown) - limit} more changed lines"]
     return "\n".join(shown) if shown else "(no line of the golden patch differs)"
 
 

@@ -11,13 +11,10 @@ there), a few lines, whatever the rest of the PR touches.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from unidiff import PatchSet
-from unidiff.errors import UnidiffParseError
-
+from probe_builder.material.diffs import patch_difference
 from task_registry.coverage import AdversarialCoverage, CoverageTable, PromiseCoverage
 from task_registry.models import ValidationRun
 from task_registry.types import Control, PromiseCategory, PromiseVerdict, RunOutcome, Suite
@@ -125,94 +122,14 @@ def promise_numbers(table: CoverageTable) -> dict[int, int]:
 def mutation_hunk(golden_patch: str, patch: str, path: str) -> str | None:
     """The lines where ``patch`` differs from the golden patch in ``path``, as a diff against
     the merged code with a little context; None when the patches cannot be read or do not
-    differ there.
-
-    Both patches are diffs against the same base, but their hunks need not line up (a
-    mutation next to a golden hunk merges it with its neighbour, or adds one of its own),
-    so each patch's image is laid out over the base lines either of them shows, and the
-    two images are compared line by line."""
-    mine = _edits(patch, path)
-    if mine is None:
+    differ there."""
+    regions = patch_difference(golden_patch, patch, path, context=HUNK_CONTEXT)
+    if not regions:
         return None
-    golden = _edits(golden_patch, path) or _Edits({}, {})
-    base = {**golden.base, **mine.base}
-    keys = sorted(set(golden.lines) | set(mine.lines) | {(n, 0) for n in base})
-    old, new = _image(golden, base, keys), _image(mine, base, keys)
-    changes = [
-        c
-        for c in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
-        if c[0] != "equal"
-    ]
-    if not changes:
-        return None
-    _, i1, i2, j1, j2 = changes[0]
-    context = [text for text in old[max(0, i1 - HUNK_CONTEXT) : i1] if text is not None]
-    after = [text for text in old[i2 : i2 + HUNK_CONTEXT] if text is not None]
-    lines = [f" {text}" for text in context]
-    lines += [f"-{text}" for text in old[i1:i2] if text is not None]
-    lines += [f"+{text}" for text in new[j1:j2] if text is not None]
-    lines += [f" {text}" for text in after]
+    lines = regions[0]
     if len(lines) > HUNK_LINES:
         lines = [*lines[:HUNK_LINES], f"… {len(lines) - HUNK_LINES} more changed lines"]
     return "\n".join(lines)
-
-
-@dataclass(frozen=True)
-class _Edits:
-    """One patch of one file, over the base: the base lines its hunks show, by number, and
-    what it puts in place of each: ``(n, 0)`` replaces base line n (``[]`` removes it),
-    ``(n, -1)`` and ``(n, 1)`` insert before and after it."""
-
-    base: dict[int, str]
-    lines: dict[tuple[int, int], list[str]]
-
-
-def _edits(patch: str, path: str) -> _Edits | None:
-    try:
-        files = PatchSet(patch)
-    except (UnidiffParseError, ValueError):
-        return None
-    for changed in files:
-        if _strip(changed.path) != path:
-            continue
-        base: dict[int, str] = {}
-        lines: dict[tuple[int, int], list[str]] = {}
-        for hunk in changed:
-            # added lines before the hunk's first base line go before it; a hunk with no
-            # base line at all ("-n,0") inserts after line n
-            at = (hunk.source_start, -1) if hunk.source_length else (hunk.source_start, 1)
-            for line in hunk:
-                text = line.value.rstrip("\n")
-                if line.is_added:
-                    lines.setdefault(at, []).append(text)
-                    continue
-                if line.source_line_no is None:  # "\ No newline at end of file"
-                    continue
-                n = line.source_line_no
-                base[n] = text
-                lines[(n, 0)] = [] if line.is_removed else [text]
-                at = (n, 1)
-        return _Edits(base, lines)
-    return None
-
-
-def _image(
-    edits: _Edits, base: Mapping[int, str], keys: Sequence[tuple[int, int]]
-) -> list[str | None]:
-    """The patch's post-image over ``keys``; ``None`` stands for base lines neither patch
-    shows, where the two images cannot differ."""
-    image: list[str | None] = []
-    last: int | None = None
-    for key in keys:
-        n, slot = key
-        if last is not None and n > last + 1:
-            image.append(None)
-        last = n
-        if key in edits.lines:
-            image.extend(edits.lines[key])
-        elif slot == 0:
-            image.append(base[n])
-    return image
 
 
 def change_line(hunk: str | None, fallback: str) -> str:
@@ -230,10 +147,6 @@ def change_line(hunk: str | None, fallback: str) -> str:
 
 def _tick(text: str) -> str:
     return f"`{text}`" if "`" not in text else f"`` {text} ``"
-
-
-def _strip(path: str) -> str:
-    return path[2:] if path.startswith(("a/", "b/")) else path
 
 
 # --- how validation ran ------------------------------------------------------------------

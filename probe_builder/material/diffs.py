@@ -13,8 +13,11 @@ from __future__ import annotations
 import difflib
 import itertools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+
+from unidiff import PatchSet
+from unidiff.errors import UnidiffParseError
 
 from probewatch.errors import BuildError
 
@@ -256,3 +259,103 @@ def render_file_diff(
         return "".join(header)
     lines[0], lines[1] = f"--- {old_label}\n", f"+++ {new_label}\n"
     return "".join(header) + "".join(lines[:2]) + "".join(_body_lines(lines[2:]))
+
+
+# --- how two patches of one base differ ---------------------------------------------------
+
+
+def patch_difference(
+    base_patch: str, patch: str, path: str | None = None, context: int = 0
+) -> list[list[str]] | None:
+    """Where ``patch`` differs from ``base_patch``, both diffs against the same base (an
+    adversarial and the golden patch): each differing region as diff lines (``-`` what
+    ``base_patch`` leaves there, ``+`` what ``patch`` does) with ``context`` lines of
+    ``base_patch``'s result around it, in ``path`` or in every file ``patch`` touches.
+    None when ``patch`` cannot be read or does not touch ``path``.
+
+    The two diffs' hunks need not line up (a change next to a golden hunk merges it with
+    its neighbour, or makes one of its own), so each patch's result is laid out over the
+    base lines either diff shows and the two are compared line by line."""
+    mine = _edits_by_path(patch)
+    if mine is None or (path is not None and path not in mine):
+        return None
+    base = _edits_by_path(base_patch) or {}
+    regions = []
+    for name in [path] if path is not None else list(mine):
+        regions += _regions(base.get(name, _Edits({}, {})), mine[name], context)
+    return regions
+
+
+@dataclass(frozen=True)
+class _Edits:
+    """One patch of one file, over the base: the base lines its hunks show, by number, and
+    what it puts in place of each: ``(n, 0)`` replaces base line n (``[]`` removes it),
+    ``(n, -1)`` and ``(n, 1)`` insert before and after it."""
+
+    base: dict[int, str]
+    lines: dict[tuple[int, int], list[str]]
+
+
+def _edits_by_path(patch: str) -> dict[str, _Edits] | None:
+    try:
+        files = PatchSet(patch)
+    except (UnidiffParseError, ValueError):
+        return None
+    found = {}
+    for changed in files:
+        base: dict[int, str] = {}
+        lines: dict[tuple[int, int], list[str]] = {}
+        for hunk in changed:
+            # added lines before the hunk's first base line go before it; a hunk with no
+            # base line at all ("-n,0") inserts after line n
+            at = (hunk.source_start, -1) if hunk.source_length else (hunk.source_start, 1)
+            for line in hunk:
+                text = line.value.rstrip("\n")
+                if line.is_added:
+                    lines.setdefault(at, []).append(text)
+                    continue
+                if line.source_line_no is None:  # "\ No newline at end of file"
+                    continue
+                n = line.source_line_no
+                base[n] = text
+                lines[(n, 0)] = [] if line.is_removed else [text]
+                at = (n, 1)
+        path = changed.path
+        found[path[2:] if path.startswith(("a/", "b/")) else path] = _Edits(base, lines)
+    return found
+
+
+def _regions(before: _Edits, after: _Edits, context: int) -> list[list[str]]:
+    base = {**before.base, **after.base}
+    keys = sorted(set(before.lines) | set(after.lines) | {(n, 0) for n in base})
+    old, new = _image(before, base, keys), _image(after, base, keys)
+    regions = []
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        lines = [f" {text}" for text in old[max(0, i1 - context) : i1] if text is not None]
+        lines += [f"-{text}" for text in old[i1:i2] if text is not None]
+        lines += [f"+{text}" for text in new[j1:j2] if text is not None]
+        lines += [f" {text}" for text in old[i2 : i2 + context] if text is not None]
+        regions.append(lines)
+    return regions
+
+
+def _image(
+    edits: _Edits, base: Mapping[int, str], keys: Sequence[tuple[int, int]]
+) -> list[str | None]:
+    """The patch's result over ``keys``; ``None`` stands for base lines neither patch shows,
+    where the two results cannot differ."""
+    image: list[str | None] = []
+    last: int | None = None
+    for key in keys:
+        n, slot = key
+        if last is not None and n > last + 1:
+            image.append(None)
+        last = n
+        if key in edits.lines:
+            image.extend(edits.lines[key])
+        elif slot == 0:
+            image.append(base[n])
+    return image
