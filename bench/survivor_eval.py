@@ -36,6 +36,7 @@ from task_registry.swebench import instance_id_for
 LABELS = Path(__file__).resolve().parent.parent / "tests" / "data" / "survivors" / "labels.yaml"
 LABEL_VALUES = ("real_gap", "equivalent", "trivial")
 SHOWN = ("comment", "task page")
+DEV, HOLDOUT = "dev", "holdout"
 
 
 def survivor_key(instance: str, path: str, line: int | None, operator: str, hunk: str) -> str:
@@ -44,6 +45,11 @@ def survivor_key(instance: str, path: str, line: int | None, operator: str, hunk
     changed = "\n".join(row for row in hunk.splitlines() if row[:1] in ("-", "+"))
     digest = hashlib.sha256(f"{path}\n{line}\n{operator}\n{changed}".encode()).hexdigest()
     return f"{instance}:{digest[:12]}"
+
+
+def split_of(instance: str) -> str:
+    """A new PR's split, drawn from its instance id before its survivors are read."""
+    return DEV if int(hashlib.sha256(instance.encode()).hexdigest(), 16) % 3 == 0 else HOLDOUT
 
 
 @dataclass(frozen=True)
@@ -124,7 +130,7 @@ def print_figures(survivors: list[Survivor], labels: dict[str, dict]) -> None:
         "real gaps | shown somewhere | kept | real gaps set aside |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|")
-    for split in ("dev", "holdout", None):
+    for split in (DEV, HOLDOUT, None):
         f = figures(survivors, labels, split)
         print(
             f"| {split or 'all'} | {f.prs} | {f.labelled} | {f.shown_in_comment} | "
@@ -161,6 +167,7 @@ def write_unlabelled(runs: list[tuple[str, list[dict]]], labels: dict[str, dict]
                         "operator": item["operator"],
                         "description": item["description"],
                         "hunk": item["hunk"],
+                        "split": split_of(instance),
                     }
                 )
     out.write_text(yaml.safe_dump({"items": items}, sort_keys=False, allow_unicode=True))

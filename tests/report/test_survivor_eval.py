@@ -7,7 +7,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bench.survivor_eval import figures, load_labels, survivor_key, survivors_of, write_unlabelled
+from bench.survivor_eval import (
+    figures,
+    load_labels,
+    split_of,
+    survivor_key,
+    survivors_of,
+    write_unlabelled,
+)
 
 REPO = "acme/widgets"
 
@@ -81,6 +88,13 @@ def test_unlabelled_survivors_are_written_without_their_place(tmp_path: Path) ->
     assert write_unlabelled([(REPO, RUNS)], known, out) == 1
     (written,) = yaml.safe_load(out.read_text())["items"]
     assert written["key"] == key(7, 5) and "where" not in written
+    assert written["split"] == split_of("acme__widgets-7")
+
+
+def test_a_new_prs_split_is_drawn_from_its_id_about_one_in_three_dev() -> None:
+    splits = [split_of(f"acme__widgets-{n}") for n in range(300)]
+    assert split_of("acme__widgets-7") == split_of("acme__widgets-7")
+    assert 70 <= splits.count("dev") <= 130 and set(splits) == {"dev", "holdout"}
 
 
 def test_a_label_outside_the_three_values_is_refused(tmp_path: Path) -> None:
