@@ -30,6 +30,7 @@ from typing import Protocol, runtime_checkable
 
 from pr_miner.config import MiningConfig
 from pr_miner.types import FileChange, MergedPR
+from probewatch.syntax import parse_module
 
 # Words and numbers; a string prefix (r"", f"") is not a word.
 _WORDS = re.compile(r"""\b[A-Za-z_][A-Za-z0-9_]*\b(?!['"])|[0-9]+""")
@@ -69,7 +70,7 @@ def same_program(before: str, after: str) -> bool:
                 return True  # the same instructions and constants everywhere: no doubt
             if _bytecode(before) != _bytecode(after):
                 return False
-            return canonical(ast.parse(before)) == canonical(ast.parse(after))
+            return canonical(parse_module(before)) == canonical(parse_module(after))
     except (SyntaxError, ValueError):
         return False  # what does not parse cannot be shown unchanged
 

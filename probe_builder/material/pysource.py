@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from probewatch.errors import BuildError
+from probewatch.syntax import parse_module
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 DefNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
@@ -38,7 +39,7 @@ class Source:
 
     def __post_init__(self) -> None:
         try:
-            self.tree = ast.parse(self.text, filename=self.path)
+            self.tree = parse_module(self.text, filename=self.path)
         except (SyntaxError, ValueError) as exc:
             line = getattr(exc, "lineno", None)
             raise UnparsableSource(f"{self.path}:{line}: does not parse: {exc}") from None

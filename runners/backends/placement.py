@@ -15,11 +15,11 @@ as such and never counted as a failure.
 from __future__ import annotations
 
 import ast
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from probewatch.paths import PathMatcher
+from probewatch.syntax import parse_module
 from runners.inventory import gpu_type_of
 from runners.types import (
     PROBE_GPU_MARKER,
@@ -132,16 +132,10 @@ def place_test(path: str, source: str | None, rules: HardwareRules) -> TestPlace
     return TestPlacement(path, Hardware(), "no convention decides: tried on CPU", tried=True)
 
 
-# CPython 3.11's AST conversion keeps its recursion depth in state the threads share: two
-# runs parsing at once in one process fail with "AST constructor recursion depth mismatch".
-_PARSING = threading.Lock()
-
-
 def marked_gpus(source: str) -> int:
     """The largest n in ``probe_gpu(n)`` marks of a test module (a bare mark is 1); 0 if none."""
     try:
-        with _PARSING:
-            module = ast.parse(source)
+        module = parse_module(source)
     except SyntaxError:
         return 0  # pytest reports the module as a collection error
     counts = [_mark_count(node) for node in ast.walk(module)]
@@ -167,7 +161,7 @@ def _is_mark(node: ast.AST, name: str = PROBE_GPU_MARKER) -> bool:
 def _has_mark(source: str, name: str) -> bool:
     """Whether ``pytest.mark.<name>`` (or ``mark.<name>``) appears in the module's code."""
     try:
-        module = ast.parse(source)
+        module = parse_module(source)
     except SyntaxError:
         return False
     return any(_is_mark(node, name) for node in ast.walk(module))

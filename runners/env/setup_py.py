@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import ast
 
+from probewatch.syntax import parse_module
+
 
 def static_setup_requirements(source: str, extras: tuple[str, ...] = ()) -> list[str] | None:
     """The literal requirement lines of ``setup.py``, or ``None`` when they are not static."""
     try:
-        tree = ast.parse(source)
+        tree = parse_module(source)
     except SyntaxError:
         return None
     names = _literal_assignments(tree)
