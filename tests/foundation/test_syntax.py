@@ -48,5 +48,5 @@ def test_threads_that_parse_test_modules_and_sources_never_parse_at_once(monkeyp
 
 
 def test_a_module_that_does_not_parse_still_says_so() -> None:
-    with pytest.raises(SyntaxError, match="broken.py"):
+    with pytest.raises(SyntaxError, match=r"broken\.py"):
         parse_module("def (:", "broken.py")
