@@ -172,6 +172,7 @@ class TestTraits:
     talks_comm: bool  # mentions a communication primitive
     helpers: frozenset[str] = frozenset()  # functions of its own file it calls
     round_trip_line: int | None = None  # a load after a save
+    modules: frozenset[str] = frozenset()  # modules it takes names from, through its file's imports
 
 
 @dataclass(frozen=True)
@@ -374,12 +375,41 @@ def module_dependencies(tree: ast.Module) -> dict[str, set[str]]:
     return dependencies(ast.Module(body=statements, type_ignores=[]))
 
 
+def imported_modules(tree: ast.Module) -> dict[str, frozenset[str]]:
+    """For each name a file's imports bind (at any depth), the modules it may come from:
+    ``from a.b import c`` binds ``c`` to ``a.b`` and to ``a.b.c`` (``c`` may be a module)."""
+    bound: dict[str, set[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                name = alias.asname or alias.name
+                bound.setdefault(name, set()).update({node.module, f"{node.module}.{alias.name}"})
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                name = alias.asname or alias.name.split(".", 1)[0]
+                bound.setdefault(name, set()).add(alias.name if alias.asname else name)
+    return {name: frozenset(modules) for name, modules in bound.items()}
+
+
+def _modules_used(references: frozenset[str], imports: dict[str, frozenset[str]]) -> frozenset[str]:
+    """The modules a function's names come from; ``pkg.mod.f`` through ``import pkg`` names
+    ``pkg.mod`` too."""
+    used: set[str] = set()
+    for reference in references:
+        head, *rest = reference.split(".")
+        for module in imports.get(head, ()):
+            used.add(module)
+            used.update(".".join([module, *rest[:i]]) for i in range(1, len(rest)))
+    return frozenset(used)
+
+
 def _traits(
     path: str,
     qualname: str,
     function: ast.AST,
     helpers: frozenset[str],
     module: dict[str, set[str]] | None = None,
+    imports: dict[str, frozenset[str]] | None = None,
 ) -> TestTraits:
     references = _references(function)
     if module:
@@ -397,6 +427,7 @@ def _traits(
         talks_comm=COMM_NAMES.search(joined) is not None,
         helpers=helpers,
         round_trip_line=_round_trip_line(function),
+        modules=_modules_used(references, imports or {}),
     )
 
 
@@ -424,6 +455,7 @@ def _merged(traits: TestTraits, helpers: Sequence[TestTraits]) -> TestTraits:
     return replace(
         traits,
         references=references,
+        modules=traits.modules.union(*(h.modules for h in helpers)),
         under_mode=MODE_NAMES.search(joined) is not None,
         talks_comm=COMM_NAMES.search(joined) is not None,
     )
@@ -441,6 +473,7 @@ def profile_source(
     source = Source(path, text)
     added = None if added_lines is None else set(added_lines)
     module = module_dependencies(source.tree)
+    imports = imported_modules(source.tree)
     sites: list[AssertionSite] = []
     functions: dict[str, ast.AST] = {}
     touched: list[tuple[str, ast.AST]] = []
@@ -464,8 +497,10 @@ def profile_source(
         if not (name.startswith("test") or qualname in asserting or entry):
             continue
         helpers = _helpers_called(node, functions, qualname)
-        own = _traits(path, qualname, node, helpers, module)
-        used = [_traits(path, h, functions[h], frozenset(), module) for h in sorted(helpers)]
+        own = _traits(path, qualname, node, helpers, module, imports)
+        used = [
+            _traits(path, h, functions[h], frozenset(), module, imports) for h in sorted(helpers)
+        ]
         tests.append(_merged(own, used))
     return AssertionProfile(tuple(_through_helpers(sites, functions, module)), tuple(tests))
 

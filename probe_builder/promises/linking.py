@@ -6,8 +6,10 @@ name parts, or whose docstring, share words with the promise's quote; an
 identifier quoted verbatim links on its own. A test reaches a symbol when
 it, or a helper of its own file that it calls, refers to the symbol's name
 (or to a linked flag's key). Non-Python files of the test patch (launch
-scripts, configs) reach a symbol by naming it on an added line: they run
-the code but assert nothing. When the quote shares no word with any changed
+scripts, configs) reach a symbol by naming it, or a long part of it, on an
+added line: they run the code but assert nothing. A test that uses names
+of the module defining a linked symbol (or of the package right above it)
+exercises it too, through code the PR did not change. When the quote shares no word with any changed
 symbol, every changed symbol is linked weakly: the verdict may then say the
 code is exercised, never that the promise is checked.
 """
@@ -232,5 +234,42 @@ def nearby_tests(linked: Link, code: CodeUnderTest) -> list[TestTraits]:
     return [t for t in code.profile.tests if _parts(t.references) & nearby]
 
 
+def module_of(path: str) -> str:
+    """The dotted module a repository file defines (``a/b/__init__.py`` is ``a.b``)."""
+    stem = path.removesuffix(".py").removesuffix("/__init__")
+    return stem.replace("/", ".")
+
+
+def _same_module(defined: str, used: str) -> bool:
+    """``used`` names the module ``defined``, or the package right above it (whose
+    ``__init__`` re-exports it), also under a source root (``src/pkg/m.py``)."""
+    candidates = (defined, defined.rpartition(".")[0])
+    return any(
+        c == used or (used.count(".") >= 1 and c.endswith(f".{used}")) for c in candidates if c
+    )
+
+
+def importing_tests(linked: Link, code: CodeUnderTest) -> list[TestTraits]:
+    """Tests that use names of a linked symbol's module: they run its code, maybe the
+    promised part of it through a function nobody changed."""
+    modules = {module_of(s.path) for s in code.symbols if s.name in linked.names and s.path}
+    return [
+        t
+        for t in code.profile.tests
+        if any(_same_module(defined, used) for defined in modules for used in t.modules)
+    ]
+
+
+def _names_a_linked(token: str, names: frozenset[str]) -> bool:
+    """A script's key names a linked symbol or flag, or a long part of one (a launcher sets
+    ``actor.use_dynamic_bsz`` for the flag ``log_prob_use_dynamic_bsz``)."""
+    token = token.lower()
+    return any(
+        token == name
+        or (min(len(token), len(name)) >= MIN_IDENTIFIER and "_" in token and token in name)
+        for name in (n.lower() for n in names)
+    )
+
+
 def reaching_scripts(linked: Link, code: CodeUnderTest) -> list[TestScript]:
-    return [s for s in code.scripts if s.tokens & linked.names]
+    return [s for s in code.scripts if any(_names_a_linked(t, linked.names) for t in s.tokens)]

@@ -35,6 +35,7 @@ from probe_builder.promises.linking import (
     CodeUnderTest,
     Link,
     TestScript,
+    importing_tests,
     link,
     nearby_tests,
     reaching_scripts,
@@ -171,10 +172,12 @@ def _checking_site(
 def _exercised_by(linked: Link, code: CodeUnderTest, tests: list[TestTraits]) -> str | None:
     """Why the promised code runs without a check, strongest evidence first; None: it does not."""
     nearby = nearby_tests(linked, code) if linked.strong else []
+    importing = importing_tests(linked, code) if linked.strong else []
     scripts = reaching_scripts(linked, code)
     reasons = (
         (tests, "run by {} without an assertion on what it promises"),
         (nearby, "{} use the code beside it; nothing asserts on it"),
+        (importing, "{} use its module; nothing asserts on it"),
         (scripts, "run by {}, which asserts nothing on it"),
     )
     for found, reason in reasons:

@@ -374,6 +374,68 @@ def test_a_launch_script_that_sets_the_new_flag_exercises_the_promise(tmp_path):
     assert _verdict(PromiseCategory.time, quote, code) is PromiseVerdict.unchecked
 
 
+MODULE_TEST = """
+from pkg.engine import run_all
+from other import helper
+
+
+def test_runs_the_engine():
+    assert run_all([1, 2]) == 3
+"""
+
+
+def _module_code(*symbols: tuple[str, str]) -> CodeUnderTest:
+    profile = profile_source("tests/test_p.py", textwrap.dedent(MODULE_TEST).lstrip())
+    return CodeUnderTest(profile, tuple(changed_symbol(q, None, path) for q, path in symbols))
+
+
+@pytest.mark.parametrize(
+    ("path", "verdict"),
+    [
+        ("pkg/engine.py", PromiseVerdict.exercised),  # the module the test imports
+        ("src/pkg/engine.py", PromiseVerdict.exercised),  # the same under a source root
+        ("pkg/engine/schedule.py", PromiseVerdict.exercised),  # re-exported by its package
+        ("pkg/other_engine.py", PromiseVerdict.unchecked),  # a module the test never uses
+        ("pkg/engine/deep/schedule.py", PromiseVerdict.unchecked),  # not its package's own
+    ],
+)
+def test_a_test_using_the_promised_codes_module_exercises_it(path, verdict):
+    # The changed function is reached only through run_all, which the PR did not change.
+    code = _module_code(("Scheduler.overlap_steps", path), ("unrelated_fn", "pkg/misc.py"))
+    quote = "overlap_steps hides the communication"
+    assert _verdict(PromiseCategory.time, quote, code) is verdict
+
+
+def test_imports_name_their_modules_at_any_depth():
+    source = """
+    import pkg.sub.mod
+    import numpy as np
+
+
+    def test_x():
+        from pkg.cfg import Config
+        assert pkg.sub.mod.f(np.ones(1), Config()) == 1
+    """
+    profile = profile_source("tests/test_p.py", textwrap.dedent(source).lstrip())
+    (test,) = profile.tests
+    assert {"pkg.sub.mod", "numpy", "pkg.cfg", "pkg.cfg.Config"} <= test.modules
+
+
+def test_a_launch_script_key_that_is_part_of_a_longer_flag_exercises_it():
+    from probe_builder.promises.linking import TestScript, link, reaching_scripts
+
+    script = TestScript("tests/e2e/run.sh", frozenset({"python", "use_dynamic_bsz", "bsz"}))
+    symbols = (
+        changed_symbol("log_prob_use_dynamic_bsz", None, "pkg/cfg.py"),
+        changed_symbol("check_bsz", None, "pkg/cfg.py"),
+    )
+    code = CodeUnderTest(profile_source("tests/test_p.py", ""), symbols, (script,))
+    long_flag = link("log_prob_use_dynamic_bsz balances the batches", code)
+    assert reaching_scripts(long_flag, code) == [script]
+    # a short key ("bsz") inside a longer name is a coincidence, not the flag
+    assert reaching_scripts(link("check_bsz validates", code), code) == []
+
+
 # bench/verdict_eval on a repository built here: one PR, one labelled promise per split.
 BENCH_ITEMS = """
 - id: "acme/lib#7"
