@@ -147,6 +147,13 @@ COMM_NAMES = re.compile(
     r"all_reduce|allreduce|broadcast|all_gather|allgather|reduce_scatter|all_to_all|\bsend\b|\brecv\b|isend|irecv|p2p|transfer|sync_weights|update_weights|bucket"
 )
 
+# What a test that runs several ranks (processes of a group) refers to.
+MULTI_RANK_NAMES = re.compile(
+    r"init_process_group|initialize_model_parallel|initialize_distributed|world_size"
+    r"|mp\.spawn|multiprocessing|start_processes|torchrun|spawn|new_group|DistributedTest"
+    r"|MultiProcessTestCase|run_distributed|with_comms"
+)
+
 
 @dataclass(frozen=True)
 class AssertionSite:
@@ -170,6 +177,7 @@ class TestTraits:
     reset_line: int | None
     under_mode: bool  # graph capture/replay or torch.compile
     talks_comm: bool  # mentions a communication primitive
+    multi_rank: bool = False  # starts or joins a group of several ranks
     helpers: frozenset[str] = frozenset()  # functions of its own file it calls
     round_trip_line: int | None = None  # a load after a save
     modules: frozenset[str] = frozenset()  # modules it takes names from, through its file's imports
@@ -425,6 +433,7 @@ def _traits(
         reset_line=reset_line,
         under_mode=MODE_NAMES.search(joined) is not None,
         talks_comm=COMM_NAMES.search(joined) is not None,
+        multi_rank=MULTI_RANK_NAMES.search(joined) is not None,
         helpers=helpers,
         round_trip_line=_round_trip_line(function),
         modules=_modules_used(references, imports or {}),
@@ -458,6 +467,7 @@ def _merged(traits: TestTraits, helpers: Sequence[TestTraits]) -> TestTraits:
         modules=traits.modules.union(*(h.modules for h in helpers)),
         under_mode=MODE_NAMES.search(joined) is not None,
         talks_comm=COMM_NAMES.search(joined) is not None,
+        multi_rank=MULTI_RANK_NAMES.search(joined) is not None,
     )
 
 

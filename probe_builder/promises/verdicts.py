@@ -153,6 +153,23 @@ def _on_linked(
     return [s for s in sites if s.depends_on & names]
 
 
+# A numeric promise about what happens across ranks (a mean over a data-parallel group, a
+# norm under tensor parallelism): one rank computes the same whichever way it is reduced.
+ACROSS_RANKS = re.compile(
+    r"\b((data|tensor|pipeline|expert|context|sequence)[- ]parallel\w*|[dtpec]p ?=?|ranks?"
+    r"|world[- ]size|all[- ]?reduce\w*|reduce[- ]scatter|all[- ]?gather\w*"
+    r"|across (gpus|devices|ranks|workers|processes|nodes)|multi[- ]?(gpu|node|rank)"
+    r"|(process|parallel|dp|tp|ep) groups?)\b",
+    re.I,
+)
+
+
+def _may_check(promise: ExtractedPromise, test: TestTraits) -> bool:
+    """A test on one rank cannot check a numeric promise about several."""
+    across = promise.category is PromiseCategory.numeric and ACROSS_RANKS.search(promise.quote)
+    return not across or test.multi_rank
+
+
 def _checking_site(
     promise: ExtractedPromise, code: CodeUnderTest, linked: Link, tests: list[TestTraits]
 ) -> tuple[TestTraits, AssertionSite] | None:
@@ -160,6 +177,8 @@ def _checking_site(
         return None  # weak evidence: the tests may run the code, they do not check the promise
     rule = RULES[promise.category]
     for test in tests:
+        if not _may_check(promise, test):
+            continue
         sites = code.profile.in_test(test)
         if linked.names:
             sites = _on_linked(sites, linked.names, promise.category)

@@ -256,6 +256,33 @@ def test_an_allclose_on_the_changed_functions_output_checks_a_numeric_promise():
     assert _verdict(PromiseCategory.numeric, "fused loss is exact", code) is PromiseVerdict.checked
 
 
+MULTI_RANK_TEST = """
+import torch
+import torch.distributed as dist
+from pkg import fused_loss
+
+
+def test_fused_loss_over_two_ranks():
+    dist.init_process_group("gloo", world_size=2)
+    out = fused_loss(1)
+    assert torch.allclose(out, torch.ones(1))
+"""
+
+
+@pytest.mark.parametrize(
+    ("source", "verdict"),
+    [(ALLCLOSE_TEST, PromiseVerdict.exercised), (MULTI_RANK_TEST, PromiseVerdict.checked)],
+)
+def test_a_numeric_promise_across_ranks_is_checked_only_by_a_test_on_several(source, verdict):
+    # At one rank a mean and a sum over the data-parallel group are the same number.
+    code = _code(source, "fused_loss")
+    quote = "fused_loss averages over the data-parallel group"
+    assert _verdict(PromiseCategory.numeric, quote, code) is verdict
+    assert _verdict(PromiseCategory.numeric, "fused_loss is exact", code) is (
+        PromiseVerdict.checked
+    )
+
+
 def test_an_allclose_on_another_value_does_not_check_the_promise():
     # The assertion runs in a test that calls the changed function, but its value does not
     # come from it: a verdict not tied to the assertion's inputs says checked.
