@@ -359,6 +359,15 @@ def _per_test(fault: Fault) -> bool:
 
 
 _NO_MODULE = re.compile(r"No module named '([\w.]+)'")
+# How a repository's own guard says an optional package is absent ("vllm version None not
+# supported and SGLang also not found", "flash_attn is not installed"); read for a module
+# the environment is known not to provide, in the same clause.
+_ABSENT = (
+    r"(?:(?:is |are |was )?not (?:be )?(?:found|installed|available)|version none"
+    r"|(?:is |are )?(?:required|missing))"
+)
+_ABSENT_AFTER = r"\b(?P<module>{names})\b[^.\n]{{0,60}}?\b" + _ABSENT
+_ABSENT_BEFORE = r"\b(?:requires?|install|missing|without)\b[^.\n]{{0,30}}?\b(?P<module>{names})\b"
 
 
 def unavailable_module(
@@ -381,6 +390,23 @@ def unavailable_module(
             detail = (
                 f"the environment lacks {parts[0]!r}, imported while the test ran (repairs "
                 f"read collection's imports): the golden patch cannot be blamed [{match.group(0)}]"
+            )
+            return Fault(FaultKind.environment_build, detail, retryable=False)
+    return _absent_package(message, unavailable)
+
+
+def _absent_package(message: str, unavailable: Mapping[str, str]) -> Fault | None:
+    """A test's message that says a module the environment leaves out is absent."""
+    names = "|".join(re.escape(m) for m in sorted(unavailable, key=len, reverse=True) if m)
+    if not names:
+        return None
+    for template in (_ABSENT_AFTER, _ABSENT_BEFORE):
+        match = re.search(template.format(names=names), message, re.IGNORECASE)
+        if match is not None:
+            module = next(m for m in unavailable if m.lower() == match.group("module").lower())
+            detail = (
+                f"the environment cannot provide {module!r}: {unavailable[module]} "
+                f"[{match.group(0)}]"
             )
             return Fault(FaultKind.environment_build, detail, retryable=False)
     return None

@@ -20,7 +20,7 @@ from runners.env.repair import (
 )
 from runners.env.uv import Uv
 from runners.execute import unavailable_module
-from runners.types import EnvironmentRef
+from runners.types import EnvironmentRef, FaultKind
 from tests.runners_env_support import ERA, make_repo
 
 pytest_plugins = ["tests.runners_env_fixtures"]
@@ -235,3 +235,33 @@ def test_a_tasks_environment_knows_what_its_repository_leaves_out() -> None:
     )
     assert fault is not None and "cannot provide 'megatron.core'" in fault.detail
     assert unavailable_module("No module named 'megatron'", known.unavailable) is None
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "ValueError: vllm version None not supported and SGLang also not Found. Currently",
+        "ImportError: flash_attn is not installed; pip install flash-attn",
+        "RuntimeError: this rollout requires sglang",
+    ],
+)
+def test_a_guard_saying_a_left_out_package_is_absent_is_the_machines_fault(message) -> None:
+    ref = EnvironmentRef("abc", Path(sys.prefix), Path(sys.executable))
+    known = with_exclusions(ref, RepoEnvConfig(exclude=("vllm", "sglang", "flash-attn")))
+    fault = unavailable_module(message, known.unavailable)
+    assert fault is not None and fault.kind is FaultKind.environment_build
+    assert "the repository's environment config excludes" in fault.detail
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "AssertionError: vllm outputs differ from the reference",  # a failure of the test
+        "ValueError: numpy version None not supported",  # a package the environment has
+        "KeyError: 'vllm_config' is required",  # a name that merely starts like the module
+    ],
+)
+def test_a_failure_that_only_names_a_left_out_package_stays_the_tests(message) -> None:
+    ref = EnvironmentRef("abc", Path(sys.prefix), Path(sys.executable))
+    known = with_exclusions(ref, RepoEnvConfig(exclude=("vllm", "sglang")))
+    assert unavailable_module(message, known.unavailable) is None
