@@ -63,7 +63,7 @@ from task_registry.tasks import (
     list_test_results,
     list_validation_runs,
 )
-from task_registry.types import Control, Decision, FilterVerdict
+from task_registry.types import Control, Decision, FilterVerdict, PromiseCategory, PromiseVerdict
 
 FAILING = ("failed", "error", "timeout")
 
@@ -98,6 +98,9 @@ class Row:
     # Every patch that passes the PR's own tests, and where a maintainer meets it
     # (bench/survivor_eval.py scores these against labels).
     survivor_list: list[dict[str, object]] = field(default_factory=list)
+    # The report's "not checked" for resource, state and mode promises, against what the
+    # validation found (see claim_evidence).
+    claims: dict[str, int] = field(default_factory=dict)
 
 
 def candidates(engine: Engine, repo: str, count: int) -> list[CandidatePR]:
@@ -202,6 +205,7 @@ def describe(engine: Engine, home: Path, instance: str, row: Row, before: set[st
             1 for t in passed if results.get(Control.hollow, {}).get(t) in FAILING
         )
         table = stored_coverage(task)
+        row.claims = claim_evidence(table)
         row.waiting = len(table.waiting)
         row.waiting_reasons = sorted({w.reason.split(":", 1)[0] for w in table.waiting})
         row.adversarials = len(table.adversarials)
@@ -220,6 +224,55 @@ def describe(engine: Engine, home: Path, instance: str, row: Row, before: set[st
         mark_shown(row.survivor_list, report)
     row.report_chars, row.report_lines = len(rendered.body), rendered.body.count("\n")
     row.summary = rendered.summary
+
+
+CLAIM_CATEGORIES = (
+    PromiseCategory.memory,
+    PromiseCategory.time,
+    PromiseCategory.traffic,
+    PromiseCategory.state,
+    PromiseCategory.mode,
+)
+BACKED, CONTRADICTED, OPEN = (
+    "not checked, a survivor backs it",
+    "not checked, all killed",
+    ("not checked, nothing of its kind ran"),
+)
+CHECKED_BUT_SURVIVED, CHECKED = "checked, yet a survivor", "checked, none survived"
+
+
+def claim_evidence(table: CoverageTable) -> dict[str, int]:
+    """Each resource, state or mode promise's verdict beside the adversarials of its
+    category: a "not checked" is backed when one of its patches survives the PR's tests and
+    contradicted when every patch of its category that ran was killed by them."""
+    counts: Counter[str] = Counter()
+    for promise in table.promises:
+        if promise.category not in CLAIM_CATEGORIES or promise.verdict is None:
+            continue
+        ran = [
+            a
+            for a in table.adversarials
+            if a.promise_category == promise.category and a.survives_original is not None
+        ]
+        survived = bool(promise.survivors) or any(a.survives_original for a in ran)
+        if promise.verdict is PromiseVerdict.checked:
+            counts[CHECKED_BUT_SURVIVED if survived else CHECKED] += 1
+        else:
+            counts[BACKED if survived else CONTRADICTED if ran else OPEN] += 1
+    return dict(counts)
+
+
+def claim_figures(rows: list[Row]) -> str:
+    """The claim's precision against the validation: backed / (backed + contradicted)."""
+    total: Counter[str] = Counter()
+    for row in rows:
+        total.update(row.claims)
+    decided = total[BACKED] + total[CONTRADICTED]
+    precision = f"{total[BACKED] / decided:.2f}" if decided else "n/a"
+    parts = ", ".join(
+        f"{k} {total[k]}" for k in (BACKED, CONTRADICTED, OPEN, CHECKED_BUT_SURVIVED, CHECKED)
+    )
+    return f"'not checked' claims (resource, state, mode): {parts}; precision {precision}"
 
 
 def patches_of(session: Session, task_id: int) -> dict[str, str]:
@@ -302,6 +355,7 @@ def print_table(rows: list[Row]) -> None:
     timed = [r.validate_seconds for r in rows if r.outcome == "validated"]
     if timed:
         print(f"validation: median {statistics.median(timed):.0f} s, worst {max(timed):.0f} s")
+    print(claim_figures([r for r in rows if r.outcome == "validated"]))
 
 
 def describe_again(home: Path, repo: str, path: Path | None) -> int:

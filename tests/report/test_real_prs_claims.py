@@ -1,0 +1,80 @@
+"""bench/real_prs.py puts the report's "not checked" beside what validation found."""
+
+from __future__ import annotations
+
+from bench.real_prs import (
+    BACKED,
+    CHECKED,
+    CHECKED_BUT_SURVIVED,
+    CONTRADICTED,
+    OPEN,
+    Row,
+    claim_evidence,
+    claim_figures,
+)
+from task_registry.coverage import AdversarialCoverage, CoverageTable, PromiseCoverage
+from task_registry.types import PromiseCategory, PromiseVerdict
+
+M, T, S, D, N = (
+    PromiseCategory.memory,
+    PromiseCategory.time,
+    PromiseCategory.state,
+    PromiseCategory.mode,
+    PromiseCategory.numeric,
+)
+
+
+def _promise(position: int, category, verdict, survivors=()) -> PromiseCoverage:
+    return PromiseCoverage(
+        position=position,
+        category=category,
+        quote=f"promise {position}",
+        verdict=verdict,
+        survivors=list(survivors),
+    )
+
+
+def _patch(id_: str, category, survives: bool | None) -> AdversarialCoverage:
+    return AdversarialCoverage(
+        id=id_, operator="flip", promise_category=category, survives_original=survives
+    )
+
+
+def test_each_claim_is_backed_contradicted_or_open_by_the_patches_of_its_category():
+    table = CoverageTable(
+        instance_id="o__r-1",
+        promises=[
+            _promise(1, M, PromiseVerdict.exercised, survivors=["a1"]),
+            _promise(2, S, PromiseVerdict.unchecked),
+            _promise(3, D, PromiseVerdict.unchecked),
+            _promise(4, T, PromiseVerdict.checked),
+            _promise(5, T, PromiseVerdict.checked),
+            _promise(6, N, PromiseVerdict.unchecked),  # numeric: not the report's claim
+        ],
+        adversarials=[
+            _patch("a1", M, True),
+            _patch("s1", S, False),
+            _patch("s2", S, False),
+            _patch("s3", S, None),  # not run: says nothing
+            _patch("t1", T, True),
+        ],
+    )
+    # A "not checked" whose category's patches all died is contradicted, not backed; one
+    # with no patch of its kind that ran is open.
+    assert claim_evidence(table) == {BACKED: 1, CONTRADICTED: 1, OPEN: 1, CHECKED_BUT_SURVIVED: 2}
+
+
+def test_a_checked_claim_with_every_patch_killed_is_counted_as_checked():
+    table = CoverageTable(
+        instance_id="o__r-2",
+        promises=[_promise(1, M, PromiseVerdict.checked)],
+        adversarials=[_patch("m1", M, False)],
+    )
+    assert claim_evidence(table) == {CHECKED: 1}
+
+
+def test_the_claims_precision_is_backed_over_decided():
+    rows = [Row(1, "a", 1, claims={BACKED: 3, OPEN: 4}), Row(2, "b", 1, claims={CONTRADICTED: 1})]
+    text = claim_figures(rows)
+    assert "precision 0.75" in text and f"{OPEN} 4" in text
+    assert "precision n/a" in claim_figures([Row(3, "c", 1, claims={OPEN: 2})])
