@@ -140,7 +140,21 @@ def _message(child: ET.Element | None) -> str | None:
             text = f"{text}: {detail}" if text else detail
         if detail.startswith("KeyError: ") and _raised_in_os(body):
             text = f"{text[: MESSAGE_LIMIT - len(ENVIRON_MARK) - 1]} {ENVIRON_MARK}"
+        elif detail.startswith("ZeroDivisionError") and _DIVIDES_BY_DEVICES.search(
+            line := _raising_line(body)
+        ):  # no GPU: a count of devices that is 0
+            text = f"{text[: MESSAGE_LIMIT - len(line) - 8]} [at: {line}]"
     return text[:MESSAGE_LIMIT] or None
+
+
+# A line dividing by how many accelerators there are (``rank % torch.cuda.device_count()``).
+_DIVIDES_BY_DEVICES = re.compile(r"[%/]\s*(?:torch\.)?cuda\.device_count\(\)")
+
+
+def _raising_line(body: str) -> str:
+    """The source line of the traceback's last frame (pytest marks it with ``>``)."""
+    marked = [line[1:].strip() for line in body.splitlines() if line.startswith(">")]
+    return marked[-1] if marked else ""
 
 
 def with_output(message: str | None, output: str) -> str:

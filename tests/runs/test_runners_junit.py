@@ -107,6 +107,44 @@ def test_a_key_error_of_os_environ_is_marked_and_one_of_the_tests_own_is_not(
     assert "KeyError" in own and junit.ENVIRON_MARK not in own
 
 
+DEVICE_COUNT_MODULE = """
+import torch
+
+
+def initialise(rank):
+    torch.cuda.set_device(rank % torch.cuda.device_count())
+
+
+def test_initialises_on_its_device():
+    initialise(0)
+
+
+def test_averages_nothing():
+    items = []
+    assert sum(items) / len(items) == 0
+"""
+
+
+def test_a_division_by_the_device_count_needs_a_gpu_and_one_by_the_tests_own_zero_does_not(
+    tmp_path: Path,
+) -> None:
+    # With no GPU, torch.cuda.device_count() is 0: only the raising line names CUDA.
+    from runners.testrun.faults import message_fault
+    from runners.types import FaultKind
+
+    (tmp_path / "test_devices.py").write_text(DEVICE_COUNT_MODULE)
+    report = tmp_path / "report.xml"
+    argv = [sys.executable, "-m", "pytest", f"--junitxml={report}", "test_devices.py"]
+    subprocess.run(argv, cwd=tmp_path, capture_output=True, check=False)
+    results = by_id(parse_junit_file(report, root=tmp_path))
+    device = results["test_devices.py::test_initialises_on_its_device"].message  # type: ignore[attr-defined]
+    own = results["test_devices.py::test_averages_nothing"].message  # type: ignore[attr-defined]
+    assert "ZeroDivisionError" in device and "torch.cuda.device_count()" in device
+    fault = message_fault(device)
+    assert fault is not None and fault.kind is FaultKind.needs_gpu
+    assert "ZeroDivisionError" in own and message_fault(own) is None
+
+
 def test_probes_are_flagged_by_file(tmp_path: Path) -> None:
     results = parse_junit_file(session_report(tmp_path), root=tmp_path, probes=(MODULE,))
     assert {r.node_id for r in results if r.is_probe} == set(expected_ids()) | {
