@@ -128,7 +128,7 @@ CALL_ASSERTS = re.compile(
 )
 ASSERT_CALL = re.compile(r"^(assert\w*|fail)$")
 RESET_METHODS = re.compile(
-    r"^(reset\w*|clear\w*|invalidate\w*|reinit\w*|restart|offload\w*|onload\w*|wake_up|sleep|resume|load_state_dict|zero_\w*|free\w*|release\w*)$"
+    r"^(reset\w*|clear\w*|invalidate\w*|reinit\w*|refresh\w*|refit\w*|evict\w*|restart|offload\w*|onload\w*|wake_up|sleep|resume|load_state_dict|zero_\w*|free\w*|release\w*)$"
 )
 # Receivers every call in a method goes through: binding through them would make every
 # assertion depend on everything the test touches.

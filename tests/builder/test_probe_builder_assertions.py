@@ -183,6 +183,29 @@ def test_a_counted_call_outside_communication_does_not_check_traffic():
     )
 
 
+@pytest.mark.parametrize(
+    ("between", "verdict"),
+    [
+        ("mixer.refresh_cache()", PromiseVerdict.checked),  # rebuilt from the new weights
+        ("mixer.refit(weights)", PromiseVerdict.checked),
+        ("mixer.evict_blocks()", PromiseVerdict.checked),
+        ("mixer.forward(x)", PromiseVerdict.exercised),  # a third call changes no state
+    ],
+)
+def test_a_refresh_refit_or_eviction_between_calls_is_a_change_of_state(between, verdict):
+    source = f"""
+def test_cache_follows_the_weights(mixer, weights, x):
+    mixer.train()
+    mixer.eval()
+    {between}
+    assert mixer.cache_value() == 2
+"""
+    profile = profile_source("tests/test_p.py", source.lstrip())
+    assert judge_promise(_promise(PromiseCategory.state), CodeUnderTest(profile)).verdict is (
+        verdict
+    )
+
+
 def test_reset_without_an_assertion_after_it_does_not_check_state():
     source = "def test_x(c):\n    c.get(1)\n    c.get(2)\n    assert c.n == 2\n    c.reset()\n"
     profile = profile_source("tests/test_p.py", source)
