@@ -14,6 +14,11 @@ A comment shows at most ``max_entries`` gaps (``.github/probewatch.yml``, defaul
    shift it and many outweigh it;
 4. a gap some accepted probe catches, then by file and line.
 
+A comment shows each gap once: a patch that makes the edit an earlier entry makes (the
+same line copied into another trainer, say), that mutates an earlier entry's line, or that
+mutates the body of a branch an earlier entry forces off shows the same gap again, and
+stays on the task page, as Google's tool reported at most one mutant per line.
+
 An operator whose posterior usefulness falls under :data:`SUPPRESS_BELOW` after at least
 :data:`SUPPRESS_AFTER` votes in a repository is not shown in that repository's comments
 (the task page still lists it), as Google's diff-based mutation testing suppressed the
@@ -32,6 +37,8 @@ DEFAULT_MAX_ENTRIES = 3
 PRIOR_STRENGTH = 4.0  # the prior counts as this many votes
 SUPPRESS_AFTER = 5
 SUPPRESS_BELOW = 0.35
+SAME_PLACE_LINES = 2  # the lines of a branch's body that a patch forcing it off covers
+_FORCED_OFF = re.compile(r"-> 'if False:'$")
 
 # How often a surviving edit of this kind shows a real gap, before any feedback.
 OPERATOR_PRIOR: Mapping[str, float] = {
@@ -111,15 +118,37 @@ def rank(found: Iterable[Gap], feedback: Mapping[str, Votes] | None = None) -> l
     return sorted(found, key=key)
 
 
+def same_gap(gap: Gap, other: Gap) -> bool:
+    """Whether two surviving patches show one gap: the same edit of the same code (a line
+    copied into several files), two edits of one line, or an edit inside a branch the other
+    forces off (the branch's body then never runs either way)."""
+    a, b = gap.patch, other.patch
+    if a.description and a.description == b.description and a.operator == b.operator:
+        return True
+    if a.path != b.path or a.line is None or b.line is None:
+        return False
+    first, second = (a, b) if a.line <= b.line else (b, a)
+    return a.line == b.line or (
+        _FORCED_OFF.search(first.description) is not None
+        and (second.line or 0) - (first.line or 0) <= SAME_PLACE_LINES
+    )
+
+
 def for_the_comment(
     ranked: Sequence[Gap], feedback: Mapping[str, Votes] | None, max_entries: int
 ) -> list[Gap]:
     """The gaps a comment shows: the first ``max_entries`` whose operator the repository has
-    not marked not useful often enough (a confirmed gap is always eligible)."""
+    not marked not useful often enough (a confirmed gap is always eligible), each showing a
+    gap no earlier one shows."""
     feedback = feedback or {}
-    eligible = [
-        g
-        for g in ranked
-        if g.confirmed or not suppressed(g.patch.operator, feedback.get(g.patch.operator))
-    ]
-    return eligible[:max_entries]
+    chosen: list[Gap] = []
+    shown: list[Gap] = []  # the chosen and the gaps they show again
+    for gap in ranked:
+        if len(chosen) == max_entries:
+            break
+        if not gap.confirmed and suppressed(gap.patch.operator, feedback.get(gap.patch.operator)):
+            continue
+        if not any(same_gap(gap, earlier) for earlier in shown):
+            chosen.append(gap)
+        shown.append(gap)
+    return chosen

@@ -118,7 +118,7 @@ def report(*rows: Row, context: RunContext | None = None) -> ReportInput:
                 path="pkg/sync.py",
                 line=s.line,
                 promise_category=row.category,
-                description="'if …' -> 'if True:'",
+                description=f"'if check_{s.number}:' -> 'if True:'",
                 survives_original=True,
                 rejected_by=list(s.caught_by),
                 reach="covering" if s.exercised_by else "unexecuted",
@@ -357,8 +357,12 @@ def test_quoted_text_cannot_mention_anyone_or_inject_html() -> None:
 
 
 def test_a_long_report_is_cut_to_fit_with_a_link_to_the_full_report() -> None:
-    # A thousand gaps: the comment shows three, counts the rest, and stays within the limit.
-    rows = [replace(TRAFFIC, quote=f"promise {i}", survivors=(survivor(i),)) for i in range(1_000)]
+    # A thousand gaps, each on a line of its own: the comment shows three, counts the rest,
+    # and stays within the limit.
+    rows = [
+        replace(TRAFFIC, quote=f"promise {i}", survivors=(Survivor(i, (TRAFFIC_PROBE,), line=i),))
+        for i in range(1_000)
+    ]
     found = report(*rows)
     rendered = render_report(found, full_url=URL)
     assert len(rendered.body) <= BODY_BUDGET < GITHUB_BODY_LIMIT

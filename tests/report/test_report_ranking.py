@@ -72,6 +72,33 @@ def test_an_operator_marked_not_useful_often_enough_leaves_the_comment_not_the_p
     assert confirmed in for_the_comment([confirmed, NUDGE], enough, 3)  # a probe confirms it
 
 
+def _at(id: str, path: str, line: int, operator: str, description: str) -> Gap:
+    patch = AdversarialCoverage(
+        id=id, operator=operator, path=path, line=line, description=description
+    )
+    return Gap(patch, (CACHE_PROMISE,), (), caught=False)
+
+
+def test_a_comment_shows_each_gap_once() -> None:
+    forced = "'if cache is not None:' -> 'if False:'"
+    first = _at("11", "recipe/a/trainer.py", 40, "force_branch", forced)
+    copied = _at("12", "recipe/b/trainer.py", 90, "force_branch", forced)  # the same edit
+    inside = _at("13", "recipe/a/trainer.py", 41, "delete_call", "delete call cache.reset()")
+    other = _at("14", "pkg/cache.py", 7, "delete_call", "delete call cache.evict()")
+    far = _at("15", "recipe/a/trainer.py", 60, "constant", "1 -> 2")
+    shown = for_the_comment([first, copied, inside, other, far], None, 3)
+    # The copy and the statement's own body stay on the task page; the slots go to others.
+    assert shown == [first, other, far]
+    assert for_the_comment([first, copied, inside], None, 3) == [first]
+    # The copy's own body is the same gap too: a gap shown again shows its copies again.
+    copied_inside = _at("16", "recipe/b/trainer.py", 91, "delete_call", "delete call x()")
+    inside_again = _at("17", "recipe/c/trainer.py", 5, "delete_call", "delete call x()")
+    assert for_the_comment([first, copied, copied_inside, inside_again, far], None, 3) == [
+        first,
+        far,
+    ]
+
+
 def test_a_survivor_set_aside_as_likely_equivalent_is_listed_in_show_never_reported() -> None:
     from bot.report.evidence import gaps
     from probe_builder.coverage import coverage_text
