@@ -37,10 +37,12 @@ from probe_builder.promises.phrases import (
     MODE_CLAIM,
     NAMED_INTERFACE,
     NOT_A_PROMISE,
+    PROBLEM_SECTIONS,
     QUANTITY,
     TEST_SECTIONS,
     TITLE_CLAUSE,
     TITLE_TAGS,
+    heading_name,
 )
 from task_registry.types import PromiseCategory
 
@@ -74,9 +76,11 @@ def _is_promise_candidate(sentence: Sentence) -> bool:
     heading = sentence.origin is Origin.body and (
         len(text.split()) < 2 or text.lower() == sentence.section
     )
+    section = heading_name(sentence.section)
     return not (
         heading
-        or TEST_SECTIONS.match(sentence.section)
+        or TEST_SECTIONS.match(section)
+        or PROBLEM_SECTIONS.match(section)
         or DOCS_SECTIONS.search(sentence.section)
         or NOT_A_PROMISE.search(text)
         or COMMAND_LINE.match(text)

@@ -167,12 +167,30 @@ COMMAND_LINE = re.compile(
     r"^`?([A-Z][A-Z0-9_]+=\S+\s+)*(python3?|vllm (serve|bench)|bash|torchrun|pytest|lm_eval|sh"
     r"|pip|uv|docker|srun|export|cd)\b"
 )
-# Section headings whose prose reports how the PR was tested: results, not promises.
+# Section headings whose prose reports how the PR was tested: results, not promises. A
+# heading is read without its parentheses and decoration ("✅ Testing (2 files, 530 lines)").
 TEST_SECTIONS = re.compile(
     r"^(test(s|ing)?( plan| results?| commands?| script)?|how (was|is) this tested\??"
-    r"|validation|accuracy( tests?)?|evaluation|eval|unit tests?)$",
+    r"|validation|accuracy( tests?)?|evaluation|eval|unit tests?)$"
+    r"|^(new |added |unit |e2e |integration )?(tests?|testing|test (coverage|cases|suites?))"
+    r"( added| and (validation|verification))?$",
     re.I,
 )
+# Section headings whose prose describes the code before the change: the problem, not what
+# the PR promises.
+PROBLEM_SECTIONS = re.compile(
+    r"^((the )?problem( statement)?|background|before( this pr)?|old behaviou?r"
+    r"|current (behaviou?r|state|situation|implementation)|root cause|what was wrong)$",
+    re.I,
+)
+_DECORATION = re.compile(r"\([^)]*\)|\[[^\]]*\]|[^\w\s&/-]+")
+
+
+def heading_name(section: str) -> str:
+    """A section heading without parentheses, brackets, emoji and punctuation."""
+    return " ".join(_DECORATION.sub(" ", section).split())
+
+
 # A docs title's clauses ("improve docs, fix X and optimize Y"); one without these words is code.
 TITLE_CLAUSE = re.compile(r",\s*|\s+and\s+")
 DOCS_WORDS = rx(r"\b(docs?|documentation|readme|typos?|comments?|docstrings?|examples?)\b")

@@ -213,6 +213,29 @@ def test_what_a_test_section_reports_is_not_a_promise():
     assert [p.category for p in extract_promises("x", body)[1:]] == [PromiseCategory.memory]
 
 
+@pytest.mark.parametrize(
+    "heading",
+    [
+        "### ✅ Testing (2 files, 530 lines)",
+        "### New tests added",
+        "**Test coverage**",
+        "### Problem Statement",
+        "### ❌ Before (removed)",
+        "### Root cause",
+    ],
+)
+def test_what_a_test_or_problem_section_lists_is_not_a_promise(heading):
+    # Its bullets say how the PR was tested, or what was wrong before it.
+    body = f"{heading}\n- Integration tests with the training loop\n- Training collapse at scale\n"
+    assert extract_promises("x", body)[1:] == []
+
+
+@pytest.mark.parametrize("heading", ["### ✨ Solution (3 files)", "### Key changes"])
+def test_the_same_bullets_under_a_heading_of_changes_are_promises(heading):
+    body = f"{heading}\n- The loss is now averaged over the data-parallel group, not summed\n"
+    assert [p.category for p in extract_promises("x", body)[1:]] == [PromiseCategory.numeric]
+
+
 def test_one_behaviour_restated_in_several_sentences_is_one_promise():
     body = (
         "This change reduces the peak memory of the logits.\n\n"
