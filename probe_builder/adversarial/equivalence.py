@@ -18,7 +18,12 @@ The rules, as data (:data:`RULES`):
 - a branch that only logs: forcing ``if verbose:`` changes what is printed;
 - a default of a configuration class (a dataclass, a pydantic model, a class
   named ``...Config`` / ``...Preset`` / ``...Args`` / ``...Options``): no test
-  can be expected to pin a preset's default, unless a promise names the field.
+  can be expected to pin a preset's default, unless a promise names the field;
+- a value that only feeds reported metrics: the edit is in a statement that
+  stores into a metrics dict (``metrics["x"] = ...``, ``metrics.update(...)``),
+  or it assigns a name whose every later use, followed through assignments and
+  the branches it decides, ends in one; a return, a store elsewhere or a call
+  for its effect keeps the mutant.
 """
 
 from __future__ import annotations
@@ -36,6 +41,8 @@ from probe_builder.adversarial.mutation_ops import (
 )
 from probe_builder.material.pysource import Source, call_name, dotted_name
 
+# Names of what a function reports rather than returns or keeps: metrics and timings.
+METRIC_NAME = re.compile(r"(?:^|_)(?:metrics?|stats|statistics|timings?|timing_raw)$", re.I)
 CONFIG_CLASS_NAME = re.compile(r"(?:Config|Configs|Preset|Presets|Args|Arguments|Options)$")
 CONFIG_BASES = re.compile(r"(?:^|\.)(?:BaseModel|BaseSettings|NamedTuple|TypedDict)$")
 _WORD = re.compile(r"[a-z0-9]+")
@@ -177,15 +184,115 @@ def default_of_a_configuration(scope: Scope, candidate: Candidate) -> str | None
     return None
 
 
+def value_that_only_feeds_metrics(scope: Scope, candidate: Candidate) -> str | None:
+    statement = _statement_at(scope, candidate)
+    if _metric_sink(statement):
+        return "the edit only changes a reported metric"
+    name = _target_name(statement)
+    function = next(
+        (
+            a
+            for a in scope.ancestors(statement)
+            if isinstance(a, ast.FunctionDef | ast.AsyncFunctionDef)
+        ),
+        None,
+    )
+    if name is None or function is None:
+        return None
+    if _feeds_only_metrics(function, statement, name):
+        return f"{name} only feeds reported metrics"
+    return None
+
+
 RULES: tuple[Rule, ...] = (
     sign_of_a_reduction,
     zip_strict_where_lengths_are_checked,
     branch_that_only_logs,
     default_of_a_configuration,
+    value_that_only_feeds_metrics,
 )
 
 
 # --- helpers -----------------------------------------------------------------------------
+
+
+def _metric_name(node: ast.AST) -> bool:
+    name = dotted_name(node)
+    return name is not None and METRIC_NAME.search(name.rsplit(".", 1)[-1]) is not None
+
+
+def _metric_sink(statement: ast.AST) -> bool:
+    """A statement that stores into what the function reports: ``metrics[k] = v``,
+    ``metrics.update(v)``, ``metrics = {...}``, a call of a ``log_metrics``-like function."""
+    if isinstance(statement, ast.Assign | ast.AnnAssign | ast.AugAssign):
+        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+        return all(_metric_name(t.value if isinstance(t, ast.Subscript) else t) for t in targets)
+    if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+        func = statement.value.func
+        receiver = func.value if isinstance(func, ast.Attribute) else None
+        called = (call_name(statement.value) or "").rsplit(".", 1)[-1]
+        return (receiver is not None and _metric_name(receiver)) or "metric" in called.lower()
+    return False
+
+
+def _reads(node: ast.AST, names: set[str]) -> bool:
+    return any(
+        isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in names
+        for n in ast.walk(node)
+    )
+
+
+def _feeds_only_metrics(function: ast.AST, statement: ast.AST, name: str) -> bool:
+    """Whether every use of ``name`` after ``statement`` ends in a metric sink: followed
+    through plain assignments and through the branches whose condition reads it."""
+    tainted, used = {name}, False
+    after = statement.end_lineno or statement.lineno  # type: ignore[attr-defined]
+    later = sorted(
+        (n for n in ast.walk(function) if isinstance(n, ast.stmt) and n.lineno > after),
+        key=lambda n: n.lineno,
+    )
+    for node in later:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            if _reads(node, tainted):
+                return False  # a closure carries it away
+            continue
+        if isinstance(node, ast.If | ast.While):
+            if _reads(node.test, tainted):
+                used = True
+                tainted |= {t for s in node.body + node.orelse for t in _assigned(s)}
+            continue
+        if isinstance(node, ast.For | ast.AsyncFor):
+            if _reads(node.iter, tainted):  # the loop's variable carries it on
+                used = True
+                tainted |= {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
+            continue
+        if isinstance(node, ast.With | ast.AsyncWith | ast.Try):
+            if any(_reads(item.context_expr, tainted) for item in getattr(node, "items", ())):
+                return False
+            continue  # their statements are walked one by one
+        if not _reads(node, tainted):
+            continue
+        used = True
+        if _metric_sink(node):
+            continue
+        if isinstance(node, ast.Assign | ast.AnnAssign) and all(
+            isinstance(t, ast.Name)
+            for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        ):
+            tainted |= _assigned(node)
+            continue
+        return False  # returned, stored elsewhere, or passed to a call for its effect
+    return used
+
+
+def _assigned(statement: ast.stmt) -> set[str]:
+    """Plain names a statement (or the statements inside it) assigns."""
+    found = set()
+    for node in ast.walk(statement):
+        if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            found |= {t.id for t in targets if isinstance(t, ast.Name)}
+    return found
 
 
 def _is_zero(node: ast.AST) -> bool:

@@ -243,3 +243,51 @@ def test_a_configuration_default_is_mutated_only_when_a_promise_names_it(
     assert not _operators_on(mutants, "    temperature: float = 1.0", CONFIG)
     assert bool(_operators_on(mutants, "    prefix_cache: bool = True", CONFIG)) is field_kept
     assert _operators_on(mutants, "    retries = 3", CONFIG)  # not a configuration class
+
+
+METRICS = """def reject(mask, ratio):
+    valid = mask.sum(dim=-1) > 0
+    keep = ratio < 2.0
+    metrics = {}
+    share = valid.float()
+    if share.sum() > 0:
+        masked = ((~keep) * share).sum() / share.sum()
+    else:
+        masked = 0.0
+    metrics["masked_fraction"] = masked
+    metrics.update(summary(ratio * 3))
+    return mask * keep, metrics
+"""
+
+
+def test_a_value_that_only_feeds_reported_metrics_is_not_mutated(tmp_path) -> None:
+    base = "def reject(mask, ratio):\n    return mask, {}\n"
+    _, mutants = _mutants(tmp_path, base, METRICS)
+    # `valid` reaches only the metrics dict, through `share`, a branch and `masked`.
+    assert not _operators_on(mutants, "    valid = mask.sum(dim=-1) > 0", METRICS)
+    assert not _operators_on(mutants, '    metrics["masked_fraction"] = masked', METRICS)
+    assert not _operators_on(mutants, "    metrics.update(summary(ratio * 3))", METRICS)
+    # `keep` is returned as well: a mutant of it can change the result.
+    assert _operators_on(mutants, "    keep = ratio < 2.0", METRICS)
+
+
+@pytest.mark.parametrize(
+    "escape",
+    [
+        "    return valid\n",  # returned
+        "    self_log.append(valid)\n",  # kept by a call for its effect
+        "    for v in valid:\n        out.append(v)\n",  # carried on by a loop
+        "    stored[0] = valid\n",  # stored into something that is not a metric
+    ],
+)
+def test_a_value_that_also_leaves_the_metrics_is_mutated(tmp_path, escape: str) -> None:
+    head = (
+        "def f(mask, out, stored, self_log):\n"
+        "    valid = mask.sum(dim=-1) > 0\n"
+        "    metrics = {'valid': valid.float().mean()}\n"
+        f"{escape}"
+        "    return metrics\n"
+    )
+    base = "def f(mask, out, stored, self_log):\n    return {}\n"
+    _, mutants = _mutants(tmp_path, base, head)
+    assert _operators_on(mutants, "    valid = mask.sum(dim=-1) > 0", head)
