@@ -30,6 +30,7 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
+from bench.verdict_eval import CLAIM_CATEGORIES
 from bot.report.evidence import gaps, mutation_hunk
 from bot.report.ranking import for_the_comment
 from bot.report.render import ReportInput, full_report_url, render_report
@@ -63,7 +64,7 @@ from task_registry.tasks import (
     list_test_results,
     list_validation_runs,
 )
-from task_registry.types import Control, Decision, FilterVerdict, PromiseCategory, PromiseVerdict
+from task_registry.types import Control, Decision, FilterVerdict, PromiseVerdict
 
 FAILING = ("failed", "error", "timeout")
 
@@ -226,18 +227,9 @@ def describe(engine: Engine, home: Path, instance: str, row: Row, before: set[st
     row.summary = rendered.summary
 
 
-CLAIM_CATEGORIES = (
-    PromiseCategory.memory,
-    PromiseCategory.time,
-    PromiseCategory.traffic,
-    PromiseCategory.state,
-    PromiseCategory.mode,
-)
-BACKED, CONTRADICTED, OPEN = (
-    "not checked, a survivor backs it",
-    "not checked, all killed",
-    ("not checked, nothing of its kind ran"),
-)
+BACKED = "not checked, a survivor backs it"
+CONTRADICTED = "not checked, all killed"
+OPEN = "not checked, nothing of its kind ran"
 CHECKED_BUT_SURVIVED, CHECKED = "checked, yet a survivor", "checked, none survived"
 
 

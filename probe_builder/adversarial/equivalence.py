@@ -70,6 +70,17 @@ class Scope:
             yield parent
             parent = self.parents.get(id(parent))
 
+    def function_of(self, node: ast.AST) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        """The innermost function that holds ``node``."""
+        return next(
+            (
+                a
+                for a in self.ancestors(node)
+                if isinstance(a, ast.FunctionDef | ast.AsyncFunctionDef)
+            ),
+            None,
+        )
+
     def node_at(self, candidate: Candidate, kinds: tuple[type[ast.AST], ...]) -> ast.AST | None:
         """The innermost node of ``kinds`` whose span holds the candidate's edit."""
         found, found_start = None, -1
@@ -144,10 +155,7 @@ def zip_strict_where_lengths_are_checked(scope: Scope, candidate: Candidate) -> 
     if not isinstance(call, ast.Call) or call_name(call) != "zip":
         return None
     zipped = {scope.source.segment(arg) for arg in call.args}
-    function = next(
-        (a for a in scope.ancestors(call) if isinstance(a, ast.FunctionDef | ast.AsyncFunctionDef)),
-        None,
-    )
+    function = scope.function_of(call)
     if function is None or len(zipped) < 2:
         return None
     if any(zipped <= _compared_lengths(scope.source, node) for node in ast.walk(function)):
@@ -189,14 +197,7 @@ def value_that_only_feeds_metrics(scope: Scope, candidate: Candidate) -> str | N
     if _metric_sink(statement):
         return "the edit only changes a reported metric"
     name = _target_name(statement)
-    function = next(
-        (
-            a
-            for a in scope.ancestors(statement)
-            if isinstance(a, ast.FunctionDef | ast.AsyncFunctionDef)
-        ),
-        None,
-    )
+    function = scope.function_of(statement)
     if name is None or function is None:
         return None
     if _feeds_only_metrics(function, statement, name):

@@ -9,9 +9,9 @@ it, or a helper of its own file that it calls, refers to the symbol's name
 scripts, configs) reach a symbol by naming it, or a long part of it, on an
 added line: they run the code but assert nothing. A test that uses names
 of the module defining a linked symbol (or of the package right above it)
-exercises it too, through code the PR did not change. When the quote shares no word with any changed
-symbol, every changed symbol is linked weakly: the verdict may then say the
-code is exercised, never that the promise is checked.
+exercises it too, through code the PR did not change. When the quote shares
+no word with any changed symbol, every changed symbol is linked weakly: the
+verdict may then say the code is exercised, never that the promise is checked.
 """
 
 from __future__ import annotations
