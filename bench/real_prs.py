@@ -275,19 +275,20 @@ def patches_of(session: Session, task_id: int) -> dict[str, str]:
 def survivor_places(
     table: CoverageTable, golden: str, patches: dict[str, str]
 ) -> list[dict[str, object]]:
-    """Every surviving patch: what it changes, and whether the task page lists it as a gap,
-    sets it aside as likely equivalent, or ties it to no promise the tests miss."""
+    """Every surviving patch: what it changes, and whether the task page lists it (every
+    survivor not set aside as likely equivalent), with what it is tied to there: a promise
+    the PR's tests miss (a gap a report may show), one they check, or no promise."""
     gap_ids = {g.patch.id for g in gaps(table)}
+    linked = {i for promise in table.promises for i in promise.survivors}
     found: list[dict[str, object]] = []
     for patch in table.adversarials:
         if not patch.survives_original:
             continue
-        if patch.equivalent:
-            where = f"set aside: {patch.equivalent}"
-        elif patch.id in gap_ids:
-            where = "task page"
+        where = f"set aside: {patch.equivalent}" if patch.equivalent else "task page"
+        if patch.id in gap_ids:
+            link = "missed promise"
         else:
-            where = "no missed promise"
+            link = "checked promise" if patch.id in linked else "no promise"
         found.append(
             {
                 "id": patch.id,
@@ -298,6 +299,7 @@ def survivor_places(
                 "description": patch.description,
                 "reach": patch.reach,
                 "where": where,
+                "link": link,
                 "hunk": mutation_hunk(golden, patches.get(patch.id, ""), patch.path) or "",
             }
         )

@@ -1,8 +1,8 @@
 """How much of what a report shows is a real gap: surviving patches of real PRs, labelled.
 
 Reads the JSON that ``bench/real_prs.py`` writes (each validated PR's surviving patches,
-with where a maintainer meets each one: the comment, the task page, set aside as likely
-equivalent, or tied to no promise the tests miss) and the labels in
+with where a maintainer meets each one: the comment, the task page, or set aside as likely
+equivalent) and the labels in
 ``tests/data/survivors/labels.yaml`` (``real_gap``, ``equivalent`` or ``trivial``, given
 from the mutation alone, before its place was known). Per split:
 
@@ -56,7 +56,7 @@ def split_of(instance: str) -> str:
 class Survivor:
     key: str
     instance: str
-    where: str  # comment | task page | set aside: … | no missed promise | no report
+    where: str  # comment | task page | set aside: … | no report
     operator: str
 
 

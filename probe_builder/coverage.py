@@ -170,6 +170,11 @@ def coverage_text(table: CoverageTable, width: int = 200) -> str:
     buffer = io.StringIO()
     console = Console(file=buffer, width=width, color_system=None, force_terminal=False)
     console.print(render_coverage(table))
+    for adversarial in table.unlinked():
+        console.print(
+            f"survives, tied to no promise: {adversarial.id}: {adversarial.description}",
+            markup=False,
+        )
     for adversarial in table.set_aside():
         console.print(
             f"set aside, not reported: {adversarial.id}: {adversarial.equivalent}", markup=False

@@ -118,6 +118,12 @@ class CoverageTable(BaseModel):
         """Surviving patches set aside as likely equivalent: the task's table lists them."""
         return [a for a in self.adversarials if a.survives_original and a.equivalent]
 
+    def unlinked(self) -> list[AdversarialCoverage]:
+        """Surviving patches no promise's row lists: gaps in the PR's tests all the same, in
+        code no promise of the description names; the task's table lists them apart."""
+        linked = {i for promise in self.promises for i in promise.survivors}
+        return [a for a in self.survivors() if a.id not in linked]
+
     def redundant_probes(self) -> list[ProbeCoverage]:
         return [p for p in self.probes if p.redundant]
 

@@ -165,3 +165,57 @@ def test_quotes_render_markdown_and_show_raw_html_as_text(
     assert quote.startswith("sends only <code>changed</code> tensors")
     assert "&lt;script&gt;alert(1)&lt;/script&gt; <strong>fast</strong>" in quote
     assert "`" not in quote and "<script>" not in page
+
+
+def test_survivors_no_promise_lists_are_shown_apart_with_those_set_aside(
+    client: TestClient, sqlite_engine: Engine
+) -> None:
+    instance = instance_id_for(REPO, GAPS)
+    with session_scope(sqlite_engine) as session:
+        task = find_task(session=session, instance_id=instance)
+        assert task is not None
+        table = stored_coverage(task)
+        linked = {i for promise in table.promises for i in promise.survivors}
+        table.adversarials += [
+            AdversarialCoverage(
+                id="90",
+                operator="early_return",
+                path="pkg/init.py",
+                line=8,
+                description="returns before `self.ready = True`",
+                survives_original=True,
+            ),
+            AdversarialCoverage(
+                id="91",
+                operator="reduction_swap",
+                path="pkg/mask.py",
+                line=3,
+                survives_original=True,
+                equivalent="same outputs on every recorded input",
+            ),
+            AdversarialCoverage(
+                id="92", operator="drop_call", path="pkg/gone.py", line=1, survives_original=False
+            ),
+        ]
+        task.coverage = table.model_dump(mode="json")
+        session.add(task)
+
+    assert [a.id for a in table.unlinked()] == ["90"]
+    assert linked and not linked & {"90", "91", "92"}
+    page = client.get(f"/tasks/{instance}").text
+    other = page.split('id="other-survivors"', 1)[1].split("</table>", 1)[0]
+    rows = dict(re.findall(r'<tr data-survivor="(\d+)" data-place="([\w-]+)">', other))
+
+    assert rows == {"90": "unlinked", "91": "set-aside"}
+    assert "returns before <code>" not in other and "returns before `self.ready = True`" in other
+    assert "set aside: same outputs on every recorded input" in other
+    assert "<strong>not caught</strong>" in other
+    # the promise rows keep their own survivors; none of them is listed twice
+    assert not any(f'data-survivor="{i}"' in other for i in linked)
+
+
+def test_a_table_whose_survivors_all_break_a_promise_has_no_other_section(
+    client: TestClient,
+) -> None:
+    page = client.get(f"/tasks/{instance_id_for(REPO, GAPS)}").text
+    assert 'id="other-survivors"' not in page

@@ -1,4 +1,5 @@
-"""bench/real_prs.py puts the report's "not checked" beside what validation found."""
+"""bench/real_prs.py puts the report's "not checked" beside what validation found, and says
+where each surviving patch is shown."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from bench.real_prs import (
     Row,
     claim_evidence,
     claim_figures,
+    survivor_places,
 )
 from task_registry.coverage import AdversarialCoverage, CoverageTable, PromiseCoverage
 from task_registry.types import PromiseCategory, PromiseVerdict
@@ -78,3 +80,29 @@ def test_the_claims_precision_is_backed_over_decided():
     text = claim_figures(rows)
     assert "precision 0.75" in text and f"{OPEN} 4" in text
     assert "precision n/a" in claim_figures([Row(3, "c", 1, claims={OPEN: 2})])
+
+
+def test_every_survivor_not_set_aside_is_on_the_task_page_with_what_it_is_tied_to():
+    table = CoverageTable(
+        instance_id="o__r-3",
+        promises=[
+            _promise(1, M, PromiseVerdict.unchecked, survivors=["m1"]),
+            _promise(2, S, PromiseVerdict.checked, survivors=["s1"]),
+        ],
+        adversarials=[
+            _patch("m1", M, True),
+            _patch("s1", S, True),
+            _patch("f1", PromiseCategory.functional, True),
+            _patch("f2", PromiseCategory.functional, True).model_copy(
+                update={"equivalent": "same outputs"}
+            ),
+            _patch("k1", M, False),
+        ],
+    )
+    places = {p["id"]: (p["where"], p["link"]) for p in survivor_places(table, "", {})}
+    assert places == {
+        "m1": ("task page", "missed promise"),
+        "s1": ("task page", "checked promise"),
+        "f1": ("task page", "no promise"),
+        "f2": ("set aside: same outputs", "no promise"),
+    }

@@ -115,3 +115,24 @@ def test_a_survivor_set_aside_as_likely_equivalent_is_listed_in_show_never_repor
         assert (
             "set aside, not reported: 1: likely equivalent" in coverage_text(table)
         ) is not reported
+
+
+def test_a_survivor_no_promise_names_is_listed_in_show_never_reported() -> None:
+    from bot.report.evidence import gaps
+    from probe_builder.coverage import coverage_text
+    from task_registry.coverage import CoverageTable
+
+    patch = AdversarialCoverage(
+        id="4",
+        operator="early_return",
+        path="pkg/setup.py",
+        description="return early in __init__",
+        survives_original=True,
+    )
+    for survivors, reported in ((["4"], True), ([], False)):
+        promise = CACHE_PROMISE.model_copy(update={"survivors": survivors})
+        table = CoverageTable(instance_id="o__r-1", promises=[promise], adversarials=[patch])
+        assert bool(gaps(table)) is reported
+        assert [a.id for a in table.unlinked()] == ([] if reported else ["4"])
+        listed = "survives, tied to no promise: 4: return early in __init__" in coverage_text(table)
+        assert listed is not reported
