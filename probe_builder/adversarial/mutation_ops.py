@@ -2,8 +2,8 @@
 
 Each finder looks at the syntax nodes that begin on a line the golden patch
 added and proposes one text edit (a :class:`Candidate`). Arid code — logging,
-asserts, docstrings, imports, type hints, ``__repr__``-style methods, f-string
-formatting, lines the PR only re-formatted — yields nothing: a mutant there
+asserts, docstrings, imports, type hints, edits of ``__all__``, ``__repr__``-style
+methods, f-string formatting, lines the PR only re-formatted — yields nothing: a mutant there
 tells a maintainer nothing about a promise (Google's "arid node" rule).
 """
 
@@ -47,6 +47,7 @@ LOGGING_CALL = re.compile(
 CACHE_NAME = re.compile(r"cache|memo|_hits?\b|lookup", re.I)
 NORMALISER_NAME = re.compile(r"size|count|world|num|len|total|denom|n_|scale|steps", re.I)
 ARID_FUNCTIONS = {"__repr__", "__str__", "__format__", "__rich_repr__", "__hash__", "extra_repr"}
+STAR_EXPORTS = "__all__"  # the names `from module import *` takes
 CLONE_METHODS = {"clone", "detach", "copy", "contiguous", "deepcopy"}
 CACHE_DECORATORS = re.compile(r"(^|\.)(lru_cache|cache|cached_property|memoize)$")
 MEAN_SUM = {
@@ -115,7 +116,24 @@ def arid_statement(stmt: ast.stmt) -> bool:
         return True
     if isinstance(stmt, ast.AnnAssign) and stmt.value is None:
         return True
+    if _edits_star_exports(stmt):
+        return True
     return _is_docstring(stmt) or (isinstance(stmt, ast.Expr) and is_logging_call(stmt.value))
+
+
+def _edits_star_exports(stmt: ast.stmt) -> bool:
+    """``__all__ = [...]``, ``__all__ += [...]``, ``__all__.append(...)``: what
+    ``from module import *`` exports, never what the module does."""
+    if isinstance(stmt, ast.Assign):
+        targets = stmt.targets
+    elif isinstance(stmt, ast.AugAssign | ast.AnnAssign):
+        targets = [stmt.target]
+    elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        func = stmt.value.func
+        targets = [func.value] if isinstance(func, ast.Attribute) else []
+    else:
+        return False
+    return bool(targets) and all(isinstance(t, ast.Name) and t.id == STAR_EXPORTS for t in targets)
 
 
 def arid_lines(source: Source) -> set[int]:

@@ -108,6 +108,8 @@ def test_only_lines_the_golden_patch_added_are_mutated(tmp_path):
         "    y: float\n",
         "    import math\n",
         '    print(f"{x / n}")\n',
+        '    __all__.append("Limited")\n',
+        '    __all__ += ["Limited"]\n',
     ],
 )
 def test_arid_lines_get_no_mutant(tmp_path, arid):
@@ -115,6 +117,13 @@ def test_arid_lines_get_no_mutant(tmp_path, arid):
     head = "def f(x, n, logger):\n" + arid + "    return x\n"
     _, mutants = _mutants(tmp_path, base, head)
     assert mutants == ()
+
+
+def test_a_list_that_is_not_the_star_exports_is_mutated(tmp_path):
+    base = "def f(x, n, registry):\n    return x\n"
+    head = 'def f(x, n, registry):\n    registry.append("Limited")\n    return x\n'
+    _, mutants = _mutants(tmp_path, base, head)
+    assert [(m.operator, m.line) for m in mutants] == [(MutationOperator.delete_call, 2)]
 
 
 def test_repr_methods_type_hints_and_reformatted_lines_get_no_mutant(tmp_path):
