@@ -182,7 +182,7 @@ def test_survivors_no_promise_lists_are_shown_apart_with_those_set_aside(
                 operator="early_return",
                 path="pkg/init.py",
                 line=8,
-                description="returns before `self.ready = True`",
+                description="returns before `self.ready = True` <script>x()</script>",
                 survives_original=True,
             ),
             AdversarialCoverage(
@@ -208,6 +208,7 @@ def test_survivors_no_promise_lists_are_shown_apart_with_those_set_aside(
 
     assert rows == {"90": "unlinked", "91": "set-aside"}
     assert "returns before <code>" not in other and "returns before `self.ready = True`" in other
+    assert "&lt;script&gt;x()&lt;/script&gt;" in other and "<script>" not in page
     assert "set aside: same outputs on every recorded input" in other
     assert "<strong>not caught</strong>" in other
     # the promise rows keep their own survivors; none of them is listed twice
