@@ -146,11 +146,15 @@ def print_figures(survivors: list[Survivor], labels: dict[str, dict]) -> None:
 
 
 def write_unlabelled(runs: list[tuple[str, list[dict]]], labels: dict[str, dict], out: Path) -> int:
-    """The survivors without a label, with what a labeller needs and not where they landed."""
+    """The survivors without a label, with what a labeller needs and not where they landed.
+    A PR's patches all share one split: a PR labelled before keeps the split its labels have
+    (the first PRs were split by hand), a new one gets :func:`split_of`."""
+    splits = {str(lab["pr"]): str(lab["split"]) for lab in labels.values() if "pr" in lab}
     items = []
     for repo, rows in runs:
         for row in rows:
             instance = instance_id_for(repo, int(row["number"]))
+            split = splits.get(f"{repo}#{row['number']}") or split_of(instance)
             for item in row.get("survivor_list", []):
                 key = survivor_key(
                     instance, item["path"], item["line"], item["operator"], item["hunk"]
@@ -167,7 +171,7 @@ def write_unlabelled(runs: list[tuple[str, list[dict]]], labels: dict[str, dict]
                         "operator": item["operator"],
                         "description": item["description"],
                         "hunk": item["hunk"],
-                        "split": split_of(instance),
+                        "split": split,
                     }
                 )
     out.write_text(yaml.safe_dump({"items": items}, sort_keys=False, allow_unicode=True))

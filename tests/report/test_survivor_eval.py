@@ -84,11 +84,27 @@ def test_a_pr_without_a_report_shows_nothing() -> None:
 
 def test_unlabelled_survivors_are_written_without_their_place(tmp_path: Path) -> None:
     out = tmp_path / "todo.yaml"
-    known = {k: v for k, v in LABELS.items() if k != key(7, 5)}
-    assert write_unlabelled([(REPO, RUNS)], known, out) == 1
-    (written,) = yaml.safe_load(out.read_text())["items"]
-    assert written["key"] == key(7, 5) and "where" not in written
-    assert written["split"] == split_of("acme__widgets-7")
+    known = {k: v for k, v in LABELS.items() if k not in (key(7, 5), key(9, 1))}
+    assert write_unlabelled([(REPO, RUNS)], known, out) == 2
+    written = {item["key"]: item for item in yaml.safe_load(out.read_text())["items"]}
+    assert set(written) == {key(7, 5), key(9, 1)}
+    assert all("where" not in item for item in written.values())
+    # a new PR's split is drawn from its id
+    assert written[key(9, 1)]["split"] == split_of("acme__widgets-9")
+
+
+def test_a_survivor_of_a_pr_labelled_before_keeps_that_prs_split(tmp_path: Path) -> None:
+    drawn = split_of("acme__widgets-7")
+    by_hand = "dev" if drawn == "holdout" else "holdout"  # the first PRs were split by hand
+    known = {
+        k: {**v, "pr": f"{REPO}#7", "split": by_hand}
+        for k, v in LABELS.items()
+        if k not in (key(7, 5), key(9, 1))
+    }
+    out = tmp_path / "todo.yaml"
+    write_unlabelled([(REPO, RUNS)], known, out)
+    written = {item["key"]: item for item in yaml.safe_load(out.read_text())["items"]}
+    assert written[key(7, 5)]["split"] == by_hand
 
 
 def test_a_new_prs_split_is_drawn_from_its_id_about_one_in_three_dev() -> None:
