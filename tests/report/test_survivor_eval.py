@@ -127,3 +127,12 @@ def test_a_survivors_key_ignores_the_context_shown_around_its_change() -> None:
     )
     other = survivor_key("acme__widgets-7", "w/core.py", 3, "compare_flip", "-a < b\n+a > b")
     assert bare == shown != other
+
+
+def test_every_pr_of_the_labelled_set_has_one_split() -> None:
+    from bench.survivor_eval import LABELS as LABELLED
+
+    splits: dict[str, set[str]] = {}
+    for item in load_labels(LABELLED).values():
+        splits.setdefault(item["pr"], set()).add(item["split"])
+    assert splits and {pr: s for pr, s in splits.items() if len(s) > 1} == {}
