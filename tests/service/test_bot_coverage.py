@@ -60,8 +60,11 @@ def test_every_view_renders_the_stored_table_and_none_derives_its_own(
     api = bot.client.get(f"/api/tasks/{instance}/coverage").json()
     assert [p["survivors"] for p in api["promises"]] == [[], []]
     page = bot.client.get(f"/tasks/{instance}").text
-    coverage = page.split('id="validation"')[0]  # the matrix below lists every control run
+    coverage = page.split('id="coverage"')[1].split("</table>")[0]
     assert 'data-missed="yes"' not in coverage and "force_branch_true" not in coverage
+    # the stored table still says the patch survives: it is listed apart, tied to no promise
+    other = page.split('id="other-survivors"')[1].split("</table>")[0]
+    assert 'data-place="unlinked"' in other and "force_branch_true" in other
     with session_scope(engine) as session:
         report = load_report_input(session=session, repo=REPO, number=NUMBER)
         assert report is not None
