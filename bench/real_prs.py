@@ -279,7 +279,7 @@ def survivor_places(
     survivor not set aside as likely equivalent), with what it is tied to there: a promise
     the PR's tests miss (a gap a report may show), one they check, or no promise."""
     gap_ids = {g.patch.id for g in gaps(table)}
-    linked = {i for promise in table.promises for i in promise.survivors}
+    linked = table.linked()
     found: list[dict[str, object]] = []
     for patch in table.adversarials:
         if not patch.survives_original:

@@ -118,10 +118,14 @@ class CoverageTable(BaseModel):
         """Surviving patches set aside as likely equivalent: the task's table lists them."""
         return [a for a in self.adversarials if a.survives_original and a.equivalent]
 
+    def linked(self) -> set[str]:
+        """The ids of the surviving patches some promise's row lists."""
+        return {i for promise in self.promises for i in promise.survivors}
+
     def unlinked(self) -> list[AdversarialCoverage]:
         """Surviving patches no promise's row lists: gaps in the PR's tests all the same, in
         code no promise of the description names; the task's table lists them apart."""
-        linked = {i for promise in self.promises for i in promise.survivors}
+        linked = self.linked()
         return [a for a in self.survivors() if a.id not in linked]
 
     def redundant_probes(self) -> list[ProbeCoverage]:

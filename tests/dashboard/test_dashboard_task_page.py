@@ -151,13 +151,9 @@ def test_quotes_render_markdown_and_show_raw_html_as_text(
     client: TestClient, sqlite_engine: Engine
 ) -> None:
     instance = instance_id_for(REPO, GAPS)
-    with session_scope(sqlite_engine) as session:
-        task = find_task(session=session, instance_id=instance)
-        assert task is not None
-        table = stored_coverage(task)
-        table.promises[0].quote = "sends only `changed` tensors <script>alert(1)</script> **fast**"
-        task.coverage = table.model_dump(mode="json")
-        session.add(task)
+    table = _stored(sqlite_engine, instance)
+    table.promises[0].quote = "sends only `changed` tensors <script>alert(1)</script> **fast**"
+    _store(sqlite_engine, instance, table)
 
     page = client.get(f"/tasks/{instance}").text
     quote = page.split('<td class="quote">', 1)[1].split("</td>", 1)[0]
@@ -171,34 +167,30 @@ def test_survivors_no_promise_lists_are_shown_apart_with_those_set_aside(
     client: TestClient, sqlite_engine: Engine
 ) -> None:
     instance = instance_id_for(REPO, GAPS)
-    with session_scope(sqlite_engine) as session:
-        task = find_task(session=session, instance_id=instance)
-        assert task is not None
-        table = stored_coverage(task)
-        linked = {i for promise in table.promises for i in promise.survivors}
-        table.adversarials += [
-            AdversarialCoverage(
-                id="90",
-                operator="early_return",
-                path="pkg/init.py",
-                line=8,
-                description="returns before `self.ready = True` <script>x()</script>",
-                survives_original=True,
-            ),
-            AdversarialCoverage(
-                id="91",
-                operator="reduction_swap",
-                path="pkg/mask.py",
-                line=3,
-                survives_original=True,
-                equivalent="same outputs on every recorded input",
-            ),
-            AdversarialCoverage(
-                id="92", operator="drop_call", path="pkg/gone.py", line=1, survives_original=False
-            ),
-        ]
-        task.coverage = table.model_dump(mode="json")
-        session.add(task)
+    table = _stored(sqlite_engine, instance)
+    linked = table.linked()
+    table.adversarials += [
+        AdversarialCoverage(
+            id="90",
+            operator="early_return",
+            path="pkg/init.py",
+            line=8,
+            description="returns before `self.ready = True` <script>x()</script>",
+            survives_original=True,
+        ),
+        AdversarialCoverage(
+            id="91",
+            operator="reduction_swap",
+            path="pkg/mask.py",
+            line=3,
+            survives_original=True,
+            equivalent="same outputs on every recorded input",
+        ),
+        AdversarialCoverage(
+            id="92", operator="drop_call", path="pkg/gone.py", line=1, survives_original=False
+        ),
+    ]
+    _store(sqlite_engine, instance, table)
 
     assert [a.id for a in table.unlinked()] == ["90"]
     assert linked and not linked & {"90", "91", "92"}
@@ -220,3 +212,18 @@ def test_a_table_whose_survivors_all_break_a_promise_has_no_other_section(
 ) -> None:
     page = client.get(f"/tasks/{instance_id_for(REPO, GAPS)}").text
     assert 'id="other-survivors"' not in page
+
+
+def _stored(engine: Engine, instance: str) -> CoverageTable:
+    with session_scope(engine) as session:
+        task = find_task(session=session, instance_id=instance)
+        assert task is not None
+        return stored_coverage(task)
+
+
+def _store(engine: Engine, instance: str, table: CoverageTable) -> None:
+    with session_scope(engine) as session:
+        task = find_task(session=session, instance_id=instance)
+        assert task is not None
+        task.coverage = table.model_dump(mode="json")
+        session.add(task)
