@@ -31,7 +31,7 @@ from task_registry.types import (
 GOLDEN = """diff --git a/pkg/sync.py b/pkg/sync.py
 --- a/pkg/sync.py
 +++ b/pkg/sync.py
-@@ -1,3 +1,6 @@
+@@ -1,3 +1,5 @@
  def sync(params, send):
 -    for name, value in params.items():
 -        send(name, value)
