@@ -132,6 +132,21 @@ def mutation_hunk(golden_patch: str, patch: str, path: str) -> str | None:
     return "\n".join(lines)
 
 
+def survivor_hunks(
+    golden_patch: str, patches: Mapping[str, str], survivors: Iterable[AdversarialCoverage]
+) -> dict[str, str]:
+    """Each survivor's own hunk against the merged code, by its id: what a reader needs to
+    see beside a terse description (``3 -> 4``). A survivor whose patch is not stored or
+    cannot be read has none."""
+    found = {}
+    for survivor in survivors:
+        patch = patches.get(survivor.id)
+        hunk = mutation_hunk(golden_patch, patch, survivor.path) if patch else None
+        if hunk:
+            found[survivor.id] = hunk
+    return found
+
+
 def change_line(hunk: str | None, fallback: str) -> str:
     """The mutation in a few words: `before` → `after`, from its hunk."""
     if not hunk:

@@ -17,6 +17,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from sqlmodel import Session, col, select
 
+from bot.report.evidence import survivor_hunks
 from bot.report.render import full_report_url, render_full_report
 from bot.report.store import report_input
 from bot.service.deps import Db, InstanceId, Owner, PullNumber, RepoShortName, SettingsDep
@@ -34,7 +35,7 @@ from task_registry.coverage import stored_coverage, validation_finished
 from task_registry.models import CandidatePR, PRReport, Repo, Task, TestResult, ValidationRun
 from task_registry.reports import feedback_by_month, get_report
 from task_registry.swebench import instance_id_for
-from task_registry.tasks import find_task, get_task, list_validation_runs
+from task_registry.tasks import find_task, get_task, list_adversarials, list_validation_runs
 from task_registry.types import Decision, FilterVerdict, ReportStatus
 
 QUEUE_LIMIT = 200
@@ -149,9 +150,12 @@ def make_dashboard_router() -> APIRouter:
         row = get_task(session=db, instance_id=instance_id)
         table = stored_coverage(row)
         runs = list_validation_runs(session=db, task_id=row.id or 0)
+        patches = {str(a.id): a.patch for a in list_adversarials(session=db, task_id=row.id or 0)}
+        listed_apart = [*table.unlinked(), *table.set_aside()]
         context = {
             "task": row,
             "coverage": table,
+            "hunks": survivor_hunks(row.patch, patches, listed_apart),
             "matrix": build_matrix(table, runs, validation_results(db, runs)),
         }
         return TEMPLATES.TemplateResponse(request, "task.html", context)

@@ -18,10 +18,12 @@ from task_registry.coverage import (
     stored_coverage,
 )
 from task_registry.db import session_scope
+from task_registry.models import AdversarialPatchCreate
 from task_registry.swebench import instance_id_for
-from task_registry.tasks import find_task
+from task_registry.tasks import add_adversarial, find_task
 from task_registry.types import Control, ProbeStatus
 from tests.dashboard_support import GAPS, REPO, WAITING, dashboard_app, seed_dashboard
+from tests.factories import GOLDEN
 
 SNAPSHOT, HOLLOW = ControlRef(kind=Control.snapshot), ControlRef(kind=Control.hollow)
 CELL = re.compile(
@@ -205,6 +207,59 @@ def test_survivors_no_promise_lists_are_shown_apart_with_those_set_aside(
     assert "<strong>not caught</strong>" in other
     # the promise rows keep their own survivors; none of them is listed twice
     assert not any(f'data-survivor="{i}"' in other for i in linked)
+
+
+def test_a_survivor_listed_apart_shows_its_own_hunk_beside_its_description(
+    client: TestClient, sqlite_engine: Engine
+) -> None:
+    instance = instance_id_for(REPO, GAPS)
+    with session_scope(sqlite_engine) as session:
+        task = find_task(session=session, instance_id=instance)
+        assert task is not None and task.id is not None
+        stored = add_adversarial(
+            session=session,
+            patch_in=AdversarialPatchCreate(
+                task_id=task.id,
+                operator="constant_change",
+                file="pkg/sync.py",
+                line=6,
+                description="value.version -> None",
+                patch=GOLDEN.replace("_sent[name] = value.version", "_sent[name] = None"),
+            ),
+        )
+        patched = str(stored.id)
+    table = _stored(sqlite_engine, instance)
+    table.adversarials += [
+        AdversarialCoverage(
+            id=patched,
+            operator="constant_change",
+            path="pkg/sync.py",
+            line=6,
+            description="value.version -> None",
+            survives_original=True,
+        ),
+        # listed apart too, but its patch is not stored: the description alone
+        AdversarialCoverage(
+            id="93", operator="drop_call", path="pkg/sync.py", line=5, survives_original=True
+        ),
+    ]
+    _store(sqlite_engine, instance, table)
+
+    other = client.get(f"/tasks/{instance}").text.split('id="other-survivors"', 1)[1]
+    rows = dict(
+        re.findall(r'<tr data-survivor="(\d+)" data-place="[\w-]+">(.*?)</tr>', other, re.S)
+    )
+    hunk = rows[patched].split('<pre class="hunk">', 1)[1].split("</pre>", 1)[0]
+
+    assert "value.version -&gt; None" in rows[patched]
+    # the mutation alone, against the merged code around it: not the rest of the PR's change
+    changed = [line for line in hunk.splitlines() if line.startswith(("-", "+"))]
+    assert changed == [
+        "-            _sent[name] = value.version",
+        "+            _sent[name] = None",
+    ]
+    assert "             send(name, value)" in hunk.splitlines()  # a context line
+    assert '<pre class="hunk">' not in rows["93"]
 
 
 def test_a_table_whose_survivors_all_break_a_promise_has_no_other_section(
