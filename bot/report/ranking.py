@@ -8,8 +8,8 @@ A comment shows at most ``max_entries`` gaps (``.github/probewatch.yml``, defaul
    of the mutated place (file, function and the changed line's names, split at ``_``,
    ``.`` and case);
 3. a gap whose operator maintainers found useful: a prior per operator (how often that
-   kind of edit shows a real gap, by judgement: deleting a reset or a collective matters
-   more than nudging a constant), moved by the repository's own feedback
+   kind of edit shows a real gap: a judgement moved by the dev split of the labelled
+   survivors of real PRs), moved by the repository's own feedback
    (``/probewatch useful N`` / ``not-useful N``) as a Beta posterior, so a few votes
    shift it and many outweigh it;
 4. a gap some accepted probe catches, then by file and line.
@@ -40,8 +40,9 @@ SUPPRESS_BELOW = 0.35
 SAME_PLACE_LINES = 2  # the lines of a branch's body that a patch forcing it off covers
 _FORCED_OFF = re.compile(r"-> 'if False:'$")
 
-# How often a surviving edit of this kind shows a real gap, before any feedback.
-OPERATOR_PRIOR: Mapping[str, float] = {
+# How often a surviving edit of this kind shows a real gap, by judgement alone: deleting a
+# reset or a collective matters more than nudging a constant.
+JUDGED_PRIOR: Mapping[str, float] = {
     "delete_call": 0.7,
     "bypass_cache": 0.7,
     "mean_sum": 0.65,
@@ -53,6 +54,24 @@ OPERATOR_PRIOR: Mapping[str, float] = {
     "arith_swap": 0.5,
     "bool_flip": 0.4,
     "constant": 0.3,
+}
+# The prior before any repository's feedback: the judgement moved by the labels of the dev
+# split of the labelled survivors of real PRs (``tests/data/survivors``), as if each label
+# were a maintainer's vote: (judged * PRIOR_STRENGTH + real gaps) / (PRIOR_STRENGTH +
+# labelled), rounded to two places. An operator with no dev label keeps its judgement.
+# The holdout split never moves it.
+OPERATOR_PRIOR: Mapping[str, float] = {
+    "delete_call": 0.7,
+    "bypass_cache": 0.7,
+    "mean_sum": 0.6,
+    "drop_division": 0.65,
+    "early_return": 0.94,
+    "force_branch": 0.68,
+    "drop_clone": 0.55,
+    "compare_flip": 0.86,
+    "arith_swap": 0.57,
+    "bool_flip": 0.43,
+    "constant": 0.28,
 }
 UNKNOWN_OPERATOR_PRIOR = 0.5  # an authored patch, or an operator added later
 _PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+from collections import Counter, defaultdict
 from dataclasses import replace
 
+import pytest
+import yaml
+
+from bench.survivor_eval import LABELS
 from bot.report.evidence import Gap
 from bot.report.ranking import (
+    JUDGED_PRIOR,
+    OPERATOR_PRIOR,
+    PRIOR_STRENGTH,
     SUPPRESS_AFTER,
     Votes,
     concern,
@@ -136,3 +144,22 @@ def test_a_survivor_no_promise_names_is_listed_in_show_never_reported() -> None:
         assert [a.id for a in table.unlinked()] == ([] if reported else ["4"])
         listed = "survives, tied to no promise: 4: return early in __init__" in coverage_text(table)
         assert listed is not reported
+
+
+def test_operator_priors_are_the_judgement_moved_by_the_dev_labels_alone() -> None:
+    """Reproducible from the labelled set: change a dev label, or let a holdout label in, and
+    the stored priors no longer match."""
+    labels = yaml.safe_load(LABELS.read_text())["items"]
+    dev: dict[str, Counter[str]] = defaultdict(Counter)
+    for item in labels:
+        if item["split"] == "dev":
+            dev[item["operator"]][item["label"]] += 1
+
+    assert set(OPERATOR_PRIOR) == set(JUDGED_PRIOR)
+    assert set(dev) <= set(JUDGED_PRIOR), "a labelled operator has no prior"
+    for operator, judged in JUDGED_PRIOR.items():
+        votes = dev[operator]
+        moved = (judged * PRIOR_STRENGTH + votes["real_gap"]) / (
+            PRIOR_STRENGTH + sum(votes.values())
+        )
+        assert OPERATOR_PRIOR[operator] == pytest.approx(moved, abs=0.006), operator
