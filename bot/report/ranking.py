@@ -15,9 +15,10 @@ A comment shows at most ``max_entries`` gaps (``.github/probewatch.yml``, defaul
 4. a gap some accepted probe catches, then by file and line.
 
 A comment shows each gap once: a patch that makes the edit an earlier entry makes (the
-same line copied into another trainer, say), that mutates an earlier entry's line, or that
-mutates the body of a branch an earlier entry forces off shows the same gap again, and
-stays on the task page, as Google's tool reported at most one mutant per line.
+same line copied into another trainer, say), or that mutates a line an earlier entry's hunk
+already shows (the same line, the other half of a statement, the body of a branch the entry
+forces off) shows the same gap again, and stays on the task page, as Google's tool reported
+at most one mutant per line.
 
 An operator whose posterior usefulness falls under :data:`SUPPRESS_BELOW` after at least
 :data:`SUPPRESS_AFTER` votes in a repository is not shown in that repository's comments
@@ -31,14 +32,12 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from bot.report.evidence import Gap
+from bot.report.evidence import HUNK_CONTEXT, Gap
 
 DEFAULT_MAX_ENTRIES = 3
 PRIOR_STRENGTH = 4.0  # the prior counts as this many votes
 SUPPRESS_AFTER = 5
 SUPPRESS_BELOW = 0.35
-SAME_PLACE_LINES = 2  # the lines of a branch's body that a patch forcing it off covers
-_FORCED_OFF = re.compile(r"-> 'if False:'$")
 
 # How often a surviving edit of this kind shows a real gap, by judgement alone: deleting a
 # reset or a collective matters more than nudging a constant.
@@ -137,20 +136,19 @@ def rank(found: Iterable[Gap], feedback: Mapping[str, Votes] | None = None) -> l
     return sorted(found, key=key)
 
 
-def same_gap(gap: Gap, other: Gap) -> bool:
-    """Whether two surviving patches show one gap: the same edit of the same code (a line
-    copied into several files), two edits of one line, or an edit inside a branch the other
-    forces off (the branch's body then never runs either way)."""
+def same_edit(gap: Gap, other: Gap) -> bool:
+    """The same edit of the same code: a line copied into several files, mutated alike."""
     a, b = gap.patch, other.patch
-    if a.description and a.description == b.description and a.operator == b.operator:
-        return True
+    return bool(a.description) and a.description == b.description and a.operator == b.operator
+
+
+def in_hunk(gap: Gap, other: Gap) -> bool:
+    """An edit of a line ``other``'s hunk shows: the same line, the other half of one
+    statement, the body of a branch ``other`` forces off."""
+    a, b = gap.patch, other.patch
     if a.path != b.path or a.line is None or b.line is None:
         return False
-    first, second = (a, b) if a.line <= b.line else (b, a)
-    return a.line == b.line or (
-        _FORCED_OFF.search(first.description) is not None
-        and (second.line or 0) - (first.line or 0) <= SAME_PLACE_LINES
-    )
+    return abs(a.line - b.line) <= HUNK_CONTEXT
 
 
 def for_the_comment(
@@ -158,16 +156,27 @@ def for_the_comment(
 ) -> list[Gap]:
     """The gaps a comment shows: the first ``max_entries`` whose operator the repository has
     not marked not useful often enough (a confirmed gap is always eligible), each showing a
-    gap no earlier one shows."""
+    gap no earlier one shows.
+
+    The code an entry's hunk shows is seen, and so is each copy of it: an edit of a line
+    there shows the same gap, and so does the same edit of its copies. A gap shown again
+    shows no hunk of its own, so the lines around it may still hold another gap."""
     feedback = feedback or {}
     chosen: list[Gap] = []
-    shown: list[Gap] = []  # the chosen and the gaps they show again
+    seen: list[Gap] = []  # the chosen and the copies of what they show: their hunks are seen
+    again: list[Gap] = []  # the gaps shown again: the same edit elsewhere shows them again
     for gap in ranked:
         if len(chosen) == max_entries:
             break
         if not gap.confirmed and suppressed(gap.patch.operator, feedback.get(gap.patch.operator)):
             continue
-        if not any(same_gap(gap, earlier) for earlier in shown):
+        if any(same_edit(gap, earlier) for earlier in seen):
+            seen.append(gap)  # a copy of code an entry shows
+        elif any(same_edit(gap, earlier) for earlier in again) or any(
+            in_hunk(gap, earlier) for earlier in seen
+        ):
+            again.append(gap)
+        else:
             chosen.append(gap)
-        shown.append(gap)
+            seen.append(gap)
     return chosen

@@ -298,7 +298,8 @@ def test_the_wording_is_explained_once_and_the_config_file_named() -> None:
 @pytest.mark.parametrize("max_entries", [3, 1, 5])
 def test_a_comment_shows_at_most_max_entries_gaps_and_counts_the_rest(max_entries: int) -> None:
     rows = [
-        replace(TRAFFIC, quote=f"promise {i}", survivors=(replace(survivor(i), line=3 + i),))
+        # each far enough from the others that no entry's hunk shows another's line
+        replace(TRAFFIC, quote=f"promise {i}", survivors=(replace(survivor(i), line=3 + 10 * i),))
         for i in range(12)
     ]
     found = report(*rows).showing(max_entries)
@@ -357,10 +358,12 @@ def test_quoted_text_cannot_mention_anyone_or_inject_html() -> None:
 
 
 def test_a_long_report_is_cut_to_fit_with_a_link_to_the_full_report() -> None:
-    # A thousand gaps, each on a line of its own: the comment shows three, counts the rest,
+    # A thousand gaps, each in code of its own: the comment shows three, counts the rest,
     # and stays within the limit.
     rows = [
-        replace(TRAFFIC, quote=f"promise {i}", survivors=(Survivor(i, (TRAFFIC_PROBE,), line=i),))
+        replace(
+            TRAFFIC, quote=f"promise {i}", survivors=(Survivor(i, (TRAFFIC_PROBE,), line=10 * i),)
+        )
         for i in range(1_000)
     ]
     found = report(*rows)

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from bench.survivor_eval import LABELS
-from bot.report.evidence import Gap
+from bot.report.evidence import HUNK_CONTEXT, Gap
 from bot.report.ranking import (
     JUDGED_PRIOR,
     OPERATOR_PRIOR,
@@ -105,6 +105,22 @@ def test_a_comment_shows_each_gap_once() -> None:
         first,
         far,
     ]
+
+
+def test_an_edit_the_shown_hunk_already_holds_is_the_same_gap_and_one_past_it_is_not() -> None:
+    # two halves of one conditional expression: `a in steps if steps is not None else False`
+    body = _at("21", "recipe/a/trainer.py", 100, "compare_flip", "'in' -> 'not in'")
+    condition = _at("22", "recipe/a/trainer.py", 101, "compare_flip", "'is not' -> 'is'")
+    above = _at("23", "recipe/a/trainer.py", 98, "constant", "False -> True")
+    past = _at("24", "recipe/a/trainer.py", 100 + HUNK_CONTEXT + 1, "delete_call", "delete x()")
+    elsewhere = _at("25", "recipe/b/trainer.py", 101, "compare_flip", "'<' -> '<='")
+
+    assert for_the_comment([body, condition, above, past, elsewhere], None, 3) == [
+        body,
+        past,
+        elsewhere,
+    ]
+    assert for_the_comment([condition, body], None, 3) == [condition]  # either way round
 
 
 def test_a_survivor_set_aside_as_likely_equivalent_is_listed_in_show_never_reported() -> None:
