@@ -28,10 +28,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from sqlalchemy.engine import Engine
-from sqlmodel import Session
 
 from bench.verdict_eval import CLAIM_CATEGORIES
-from bot.report.evidence import gaps, mutation_hunk
+from bot.report.evidence import gaps, survivor_hunks
 from bot.report.ranking import for_the_comment
 from bot.report.render import ReportInput, full_report_url, render_report
 from bot.report.store import report_input
@@ -59,8 +58,8 @@ from task_registry.models import CandidatePR
 from task_registry.repos import find_repo
 from task_registry.swebench import instance_id_for
 from task_registry.tasks import (
+    adversarial_patches,
     get_task,
-    list_adversarials,
     list_test_results,
     list_validation_runs,
 )
@@ -215,7 +214,9 @@ def describe(engine: Engine, home: Path, instance: str, row: Row, before: set[st
         )
         row.undetermined = sum(1 for a in table.adversarials if a.survives_original is None)
         url = full_report_url("http://127.0.0.1:8080", task.repo, task.pull_number)
-        row.survivor_list = survivor_places(table, task.patch, patches_of(session, task.id or 0))
+        row.survivor_list = survivor_places(
+            table, task.patch, adversarial_patches(session=session, task_id=task.id or 0)
+        )
         try:
             report = report_input(session, task)
             rendered = render_report(report, full_url=url)
@@ -267,11 +268,6 @@ def claim_figures(rows: list[Row]) -> str:
     return f"'not checked' claims (resource, state, mode): {parts}; precision {precision}"
 
 
-def patches_of(session: Session, task_id: int) -> dict[str, str]:
-    """Each stored adversarial's diff, by its id in the coverage table."""
-    return {str(a.id): a.patch for a in list_adversarials(session=session, task_id=task_id)}
-
-
 def survivor_places(
     table: CoverageTable, golden: str, patches: dict[str, str]
 ) -> list[dict[str, object]]:
@@ -280,10 +276,10 @@ def survivor_places(
     the PR's tests miss (a gap a report may show), one they check, or no promise."""
     gap_ids = {g.patch.id for g in gaps(table)}
     linked = table.linked()
+    surviving = [a for a in table.adversarials if a.survives_original]
+    hunks = survivor_hunks(golden, patches, surviving)
     found: list[dict[str, object]] = []
-    for patch in table.adversarials:
-        if not patch.survives_original:
-            continue
+    for patch in surviving:
         where = f"set aside: {patch.equivalent}" if patch.equivalent else "task page"
         if patch.id in gap_ids:
             link = "missed promise"
@@ -300,7 +296,7 @@ def survivor_places(
                 "reach": patch.reach,
                 "where": where,
                 "link": link,
-                "hunk": mutation_hunk(golden, patches.get(patch.id, ""), patch.path) or "",
+                "hunk": hunks.get(patch.id, ""),
             }
         )
     return found

@@ -110,6 +110,11 @@ def list_adversarials(*, session: Session, task_id: int) -> list[AdversarialPatc
     return list(session.exec(query.order_by(col(AdversarialPatch.id))))
 
 
+def adversarial_patches(*, session: Session, task_id: int) -> dict[str, str]:
+    """Each stored adversarial's diff, by its id in the coverage table."""
+    return {str(a.id): a.patch for a in list_adversarials(session=session, task_id=task_id)}
+
+
 def record_validation_run(
     *,
     session: Session,

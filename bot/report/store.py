@@ -20,7 +20,7 @@ from task_registry.coverage import stored_coverage, validation_finished
 from task_registry.models import Task
 from task_registry.reports import get_or_create_report, save_report, votes_by_operator
 from task_registry.swebench import instance_id_for
-from task_registry.tasks import find_task, list_adversarials, list_validation_runs
+from task_registry.tasks import adversarial_patches, find_task, list_validation_runs
 from task_registry.types import ReportStatus
 
 
@@ -42,11 +42,8 @@ def report_input(session: Session, task: Task) -> ReportInput:
         )
     table = stored_coverage(task)
     named = {a.id for a in table.adversarials}
-    patches = {
-        str(row.id): row.patch
-        for row in list_adversarials(session=session, task_id=task.id)
-        if str(row.id) in named
-    }
+    stored = adversarial_patches(session=session, task_id=task.id)
+    patches = {id_: patch for id_, patch in stored.items() if id_ in named}
     return ReportInput(
         repo=task.repo,
         pull_number=task.pull_number,

@@ -35,7 +35,12 @@ from task_registry.coverage import stored_coverage, validation_finished
 from task_registry.models import CandidatePR, PRReport, Repo, Task, TestResult, ValidationRun
 from task_registry.reports import feedback_by_month, get_report
 from task_registry.swebench import instance_id_for
-from task_registry.tasks import find_task, get_task, list_adversarials, list_validation_runs
+from task_registry.tasks import (
+    adversarial_patches,
+    find_task,
+    get_task,
+    list_validation_runs,
+)
 from task_registry.types import Decision, FilterVerdict, ReportStatus
 
 QUEUE_LIMIT = 200
@@ -150,7 +155,7 @@ def make_dashboard_router() -> APIRouter:
         row = get_task(session=db, instance_id=instance_id)
         table = stored_coverage(row)
         runs = list_validation_runs(session=db, task_id=row.id or 0)
-        patches = {str(a.id): a.patch for a in list_adversarials(session=db, task_id=row.id or 0)}
+        patches = adversarial_patches(session=db, task_id=row.id or 0)
         listed_apart = [*table.unlinked(), *table.set_aside()]
         context = {
             "task": row,
