@@ -89,11 +89,15 @@ class Votes:
         return self.useful + self.not_useful
 
 
-def usefulness(operator: str, votes: Votes | None = None) -> float:
-    """The operator's prior, moved by the repository's votes (a Beta posterior mean)."""
-    prior = OPERATOR_PRIOR.get(operator, UNKNOWN_OPERATOR_PRIOR)
-    votes = votes or Votes()
+def posterior(prior: float, votes: Votes) -> float:
+    """A prior usefulness moved by votes: the mean of a Beta that counts the prior as
+    :data:`PRIOR_STRENGTH` votes."""
     return (prior * PRIOR_STRENGTH + votes.useful) / (PRIOR_STRENGTH + votes.total)
+
+
+def usefulness(operator: str, votes: Votes | None = None) -> float:
+    """The operator's prior, moved by the repository's votes."""
+    return posterior(OPERATOR_PRIOR.get(operator, UNKNOWN_OPERATOR_PRIOR), votes or Votes())
 
 
 def suppressed(operator: str, votes: Votes | None) -> bool:

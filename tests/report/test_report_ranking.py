@@ -13,11 +13,11 @@ from bot.report.evidence import HUNK_CONTEXT, Gap
 from bot.report.ranking import (
     JUDGED_PRIOR,
     OPERATOR_PRIOR,
-    PRIOR_STRENGTH,
     SUPPRESS_AFTER,
     Votes,
     concern,
     for_the_comment,
+    posterior,
     rank,
     usefulness,
     words,
@@ -174,8 +174,8 @@ def test_operator_priors_are_the_judgement_moved_by_the_dev_labels_alone() -> No
     assert set(OPERATOR_PRIOR) == set(JUDGED_PRIOR)
     assert set(dev) <= set(JUDGED_PRIOR), "a labelled operator has no prior"
     for operator, judged in JUDGED_PRIOR.items():
-        votes = dev[operator]
-        moved = (judged * PRIOR_STRENGTH + votes["real_gap"]) / (
-            PRIOR_STRENGTH + sum(votes.values())
-        )
+        labels_of = dev[operator]
+        real = labels_of["real_gap"]
+        votes = Votes(useful=real, not_useful=sum(labels_of.values()) - real)
+        moved = posterior(judged, votes)
         assert OPERATOR_PRIOR[operator] == pytest.approx(moved, abs=0.006), operator
