@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 
 from pydantic import BaseModel, ConfigDict
 
@@ -24,6 +25,7 @@ from probe_builder.material.description import (
 )
 from probe_builder.promises.phrases import (
     BEHAVIOUR_CLAIM,
+    CAVEAT_SECTIONS,
     COMMAND_LINE,
     CUES,
     DOCS_ONLY_TITLE,
@@ -33,12 +35,18 @@ from probe_builder.promises.phrases import (
     FEATURE_VERB,
     LIMITATION,
     LISTED_COMPONENT,
+    LONG_DECIMAL,
     MEASURING,
     MODE_CLAIM,
     NAMED_INTERFACE,
     NOT_A_PROMISE,
+    NUMBER_TOKEN,
+    PROBLEM_OPENING,
     PROBLEM_SECTIONS,
     QUANTITY,
+    READOUT_GAIN,
+    READOUT_PAIR,
+    SOLUTION_OPENING,
     TEST_SECTIONS,
     TITLE_CLAUSE,
     TITLE_TAGS,
@@ -81,10 +89,63 @@ def _is_promise_candidate(sentence: Sentence) -> bool:
         heading
         or TEST_SECTIONS.match(section)
         or PROBLEM_SECTIONS.match(section)
+        or CAVEAT_SECTIONS.match(section)
         or DOCS_SECTIONS.search(sentence.section)
         or NOT_A_PROMISE.search(text)
         or COMMAND_LINE.match(text)
+        or _readout(text)
     )
+
+
+READOUT_PAIRS = 3  # this many "name: value" pairs is a table row, gain or not
+READOUT_NUMBERS = 0.3  # the share of a sentence's words that are numbers in a readout
+
+
+def _readout(text: str) -> bool:
+    """A benchmark's output line: several "name: value" pairs, or a measured value (a pair, a
+    long decimal, mostly numbers) that says nothing about what got better."""
+    pairs = len(READOUT_PAIR.findall(text))
+    if pairs >= READOUT_PAIRS:
+        return True
+    words = text.split()
+    numbers = sum(bool(NUMBER_TOKEN.match(w.strip(",;()[]|"))) for w in words)
+    measured = pairs > 0 or LONG_DECIMAL.search(text) or numbers >= READOUT_NUMBERS * len(words)
+    return bool(measured) and not READOUT_GAIN.search(text)
+
+
+def _code_clauses(sentences: list[Sentence]) -> list[Sentence]:
+    """A title that lists a docs change beside code changes ("improve docs, fix X and optimize
+    Y") promises what its code clauses say: the docs clause goes."""
+    if not sentences or sentences[0].origin is not Origin.pr_title:
+        return sentences
+    title = sentences[0]
+    clauses = TITLE_CLAUSE.split(title.text)
+    code = [c for c in clauses if not (DOCS_WORDS.search(c) or NOT_A_PROMISE.search(c))]
+    if len(clauses) < 2 or len(code) in (0, len(clauses)):
+        return sentences
+    return [replace(title, text=", ".join(code)), *sentences[1:]]
+
+
+def _outside_problem_accounts(sentences: Sequence[Sentence]) -> list[Sentence]:
+    """The sentences that are not part of an account of the code before the change.
+
+    An account opens with "Currently ...", "However, there are ...", "This leads to ..." and
+    runs on through its section until a sentence turns to what the change does ("This PR
+    ...", "We now ...", "To fix this ...", or a change verb: "Update to use ..."). An error
+    the account reports stays: the fix promises it no longer happens."""
+    kept: list[Sentence] = []
+    in_account, section = False, ""
+    for sentence in sentences:
+        if sentence.origin is Origin.pr_title or sentence.section != section:
+            in_account, section = False, sentence.section
+        text = sentence.text.lstrip("*_ ")
+        if SOLUTION_OPENING.search(text) or FEATURE_VERB.search(text):
+            in_account = False
+        elif PROBLEM_OPENING.search(text):
+            in_account = True
+        if not in_account or ERROR_CLAIM.search(text):  # the fix promises the error away
+            kept.append(sentence)
+    return kept
 
 
 def _categories(sentence: Sentence) -> list[PromiseCategory]:
@@ -158,14 +219,20 @@ def _quantity(text: str, category: PromiseCategory) -> str | None:
 
 
 def _tagged_title(title: str, promises: list[ExtractedPromise]) -> list[ExtractedPromise]:
-    """A title tagged [Perf] promises time unless the PR names the resource it saves."""
-    if any(p.category in RESOURCE_CATEGORIES for p in promises):
-        return []
+    """A title tagged [Perf] promises time unless the PR names the resource it saves; one
+    tagged [torch.compile] promises the mode unless a sentence already does."""
+    said = {p.category for p in promises}
     return [
         ExtractedPromise(category=category, quote=clean_title(title)[:MAX_QUOTE_CHARS])
         for category, pattern in TITLE_TAGS.items()
-        if pattern.search(title)
+        if pattern.search(title) and not _said(category, said)
     ]
+
+
+def _said(category: PromiseCategory, said: set[PromiseCategory]) -> bool:
+    if category in RESOURCE_CATEGORIES:
+        return bool(said & set(RESOURCE_CATEGORIES))
+    return category in said
 
 
 def _docs_only(title: str) -> bool:
@@ -191,7 +258,7 @@ def extract_promises(title: str, body: str) -> list[ExtractedPromise]:
             quantity=_quantity(sentence.text, category),
             position=sentence.position,
         )
-        for sentence in description_sentences(title, body)
+        for sentence in _outside_problem_accounts(_code_clauses(description_sentences(title, body)))
         if _is_promise_candidate(sentence)
         for category in _categories(sentence)
     ]

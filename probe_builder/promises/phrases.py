@@ -22,9 +22,14 @@ def rx(*alternatives: str) -> re.Pattern[str]:
 
 
 _NEAR = r"\b[^.]{0,40}\b"  # two phrases in the same clause
+# ... unless the first phrase's object is memory spent on the second ("reduces the memory
+# required for the loss calculation")
+_NEAR_NOT_MEMORY_FOR = r"(?!\s+(the )?memory (required|needed|used|spent) (for|by|in)\b)" + _NEAR
 _COLLECTIVE = (
-    r"(all[-_ ]?reduce|all[-_ ]?gather|reduce[-_ ]scatter|all[-_ ]to[-_ ]all|a2a|broadcast)"
+    r"(all[-_ ]?reduce|all[-_ ]?gather|reduce[-_ ]scatter|all[-_ ]?to[-_ ]?all|a2a|broadcast)"
 )
+# "reduce" the verb, not a collective's name (reduce-scatter, all-reduce)
+_REDUCE = r"(?<![-_])reduc(?!e[-_ ]?scatter)"
 _CHECKPOINT = r"(?<!activation )(?<!gradient )(?<!activation-)\b(checkpoint|ckpt|dist[-_ ]?ckpt)\w*"
 
 CUES: dict[PromiseCategory, re.Pattern[str]] = {
@@ -32,7 +37,9 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\bmemory[- ](efficient|optimi[sz]ed|saving)",
         r"\b(peak|activation)\s+memory\b",
         r"\bmemory (footprint|usage|consumption|issue|leak|pressure|size|budget|fragmentation)",
-        r"\b(reduc|sav|lower|decreas|optimi[sz]|free(s|d)?|secur|releas|minimi[sz])\w*"
+        r"\b("
+        + _REDUCE
+        + r"|sav|lower|decreas|optimi[sz]|free(s|d)?|secur|releas|minimi[sz])\w*"
         + _NEAR
         + r"(memory|footprint|allocations?|scratch space|workspace|buffer size)\b",
         r"\b(memory|footprint)\b[^.]{0,30}\b(reduc|sav|lower|decreas|constant|bound)\w*",
@@ -47,17 +54,33 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\bscal(es|ing) (much |far )?better\b",
         r"^perf\b|^optimi[sz]e\b(?![^.]*\bmemory\b)",
         r"\boverlap(s|ped|ping)?\b",
-        r"\b(reduc|sav|avoid|eliminat|remov|hid)\w*"
-        + _NEAR
-        + r"(computation|compute|overhead|cpu usage|sync\w*|stalls?|bubbles?|launch\w*)s?\b",
+        r"\b("
+        + _REDUCE
+        + r"|sav|avoid|eliminat|remov|hid)\w*"
+        + _NEAR_NOT_MEMORY_FOR
+        + r"(computation|compute|calculation|overhead|cpu usage|sync\w*|stalls?|bubbles?"
+        r"|launch\w*)s?\b",
         r"\bcpu usage\b[^.]{0,60}\breduc",
         r"\b(concurrently|at the same time|in parallel with)\b",
         r"\btun(e|es|ed|ing)\b[^.]{0,30}\b(gemm|kernels?|configs?|moe|block sizes?)\b",
         r"\b(gemm|kernel)s? tuning\b|\bpinned memory\b|\bnon[- ]?blocking\b",
+        # a new fused kernel ("fused a + b kernel", "fuse x and y into one kernel")
+        r"\bfus(e|es|ed|ing)\b[^.]{0,20}\+[^.]{0,60}\bkernel\b",
+        r"\bfus(e|es|ed|ing)\b[^.]{0,60}\binto (a |one |a single |a unified )?(\w+ )?kernel\b",
+        # time spent, cut ("improvements on capture time", "reduces startup time")
+        r"\b(" + _REDUCE + r"|improv|lower|shorten|cut|sav|optimi[sz]|decreas)\w*\b[^.]{0,40}"
+        r"(?<!same )(?<!real-)(?<!real )(?<!each )(?<!every )(?<!first )"
+        r"\b(time|runtime|duration)s?\b",
+        r"\b(runtime|duration|latency|wall[- ]?clock)\b[^.]{0,30}\b(was |is |are )?("
+        + _REDUCE
+        + r"|cut|drop|decreas|shorten|halv)\w*",
+        r"\bparalleli[sz](e|es|ed|ing)\b",
     ),
     PromiseCategory.traffic: rx(
         r"\b(data )?(transmission|traffic|bandwidth)\b",
-        r"\b(reduc|remov|avoid|skip|fewer|less|eliminat|only|without)\w*"
+        r"\b("
+        + _REDUCE
+        + r"|remov|avoid|skip|fewer|less|eliminat|only|without)\w*"
         + _NEAR
         + r"(communication volume|transfers?|copy|copying|copies|data collect|send|bytes"
         r"|gather\w*|d2h|h2d|round[- ]trips?)\b",
@@ -67,9 +90,15 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\ball[-_ ]?reduce\b[^.]{0,40}\bonly\b|\bonly\b[^.]{0,30}\ball[-_ ]?reduce",
         r"\bzero[- ]copy\b|\bipc\b|\bno (extra |additional )?communication( overhead)?\b",
         r"\bcommunication (overhead|cost|volume)\b",
-        r"\bcommunicat\w*\b[^.]{0,30}\b(reduc|fewer|less|avoid|eliminat|minimi[sz])\w*",
+        # several collectives fused into one
+        r"\bfus(e|es|ed|ing)\b[^.]{0,30}"
+        + _COLLECTIVE
+        + r"[^.]{0,40}\binto (a |one|a single|a unified)",
+        r"\bcommunicat\w*\b[^.]{0,30}\b(" + _REDUCE + r"|fewer|less|avoid|eliminat|minimi[sz])\w*",
         # what crosses a process border: not serialised again, smaller messages
-        r"\b((avoid|skip|remov|reduc|eliminat)\w*|fewer|less|no|without)"
+        r"\b((avoid|skip|remov|"
+        + _REDUCE
+        + r"|eliminat)\w*|fewer|less|no|without)"
         + _NEAR
         + r"(re-?serializ\w*|serializ\w*|pickl\w*|messages?|payloads?)\b",
     ),
@@ -96,7 +125,7 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\boffload\w*\b[^.]{0,40}\b(load(s|ed|ing)?|onload\w*|reload\w*|back)\b",
     ),
     PromiseCategory.mode: rx(
-        r"\bcuda[-_ ]?graphs?\b|\bcudagraph\w*|\b(piecewise|full) graphs?\b",
+        r"\bcuda[-_ ]?graphs?\b|(?<![a-z])cudagraph\w*|\b(piecewise|full) graphs?\b",
         r"\btorch\.compile\b|\bcompile mode\b|\bgraph (capture|replay)\b|\binductor\b",
         r"\benforce[_ ]eager\b|\beager (mode|execution)\b",
     ),
@@ -155,6 +184,9 @@ NOT_A_PROMISE = rx(
     r"\b(show|shows|showing|demonstrat\w*) (that|how)\b[^.]*\b(tests?|example)\b",
     r"^(add|adds|added|adding)\b[^.]{0,40}\bexamples? (to|that|for) (demonstrat|show|illustrat)\w*",
     r"^(for example|e\.g\.|example:|as per title|see (the )?(above|below|issue)|if not\b)",
+    # merge order and dependencies between PRs
+    r"^~?(should|must|needs? to|to) be merged (after|before|with|together)\b|^depends on\b"
+    r"|^(blocked by|stacked on)\b",
     # a reference to an issue or earlier PR and nothing else ("Fixes #123.", "Refactor of #45")
     r"^(fix(es|ed)?|close[sd]?|resolve[sd]?|refactor of|follow[- ]up (to|of|on)|part of)"
     r"(\s+(the|this|an?))?(\s+(issue|bug|pr))?\s*([\w./-]*#\d+)?\s*\W*$",
@@ -162,6 +194,20 @@ NOT_A_PROMISE = rx(
     r"^(see|observe|note|check|compare)\b[^.]{0,60}\b(below|above|attached)\W*$",
     r"\b(results?|numbers|figures?|benchmarks?|plots?) (are |is )?(shown |listed |attached )?"
     r"(below|above)\W*$",
+)
+# A benchmark's readout ("Avg latency: 4.46 seconds", "bs=512 orig=5.47ms vec=0.21ms"): what
+# was measured, not a promise, unless it says what got better.
+READOUT_PAIR = re.compile(
+    r"\b[a-z][\w ()/-]{0,30}?\s*[:=\uff1a]\s*[-+]?(\d[\d,]*\.\d+|\d+\s*(ms|us|\u00b5s|s|sec"
+    r"|seconds?|%|x|\u00d7|[gmk]i?b|tokens?/s|req(uest)?s?/s)(?![a-z]))",
+    re.I,
+)
+LONG_DECIMAL = re.compile(r"\d\.\d{4,}")
+NUMBER_TOKEN = re.compile(r"^[-+~\u2248]?\d[\d.,]*(%|x|\u00d7|[a-z]{1,3}(/s)?)?$", re.I)
+READOUT_GAIN = rx(
+    r"\b(speed[- ]?ups?|faster|slower|improv\w*|reduc\w*|lower|higher|less|fewer|better|worse"
+    r"|sav(e|es|ed|ing))\b",
+    r"\bfrom\b[^.]{0,40}\bto\b|\d\s*(x|\u00d7)(?!\w)|\d\s*%",
 )
 COMMAND_LINE = re.compile(
     r"^`?([A-Z][A-Z0-9_]+=\S+\s+)*(python3?|vllm (serve|bench)|bash|torchrun|pytest|lm_eval|sh"
@@ -183,6 +229,30 @@ PROBLEM_SECTIONS = re.compile(
     r"|current (behaviou?r|state|situation|implementation)|root cause|what was wrong)$",
     re.I,
 )
+# A sentence that opens an account of the code before the change: it, and the sentences that
+# follow it in its section, describe the problem, until one turns to what the change does.
+PROBLEM_OPENING = rx(
+    r"^(currently|previously|prior to (this|the) (change|pr)|before (this|the) (change|pr)"
+    r"|at the moment|right now|unfortunately)\b",
+    r"^however,? (there (is|are|was|were)|a |an |the |it |we |this (is|was|causes|leads))",
+    r"^(after investigation,? )?the (root )?cause\b",
+    r"^(the|this) (problem|issue|bug|reason) (is|was)\b",
+    r"^this is because\b",
+    r"^(this|which|that) (leads|led|causes|caused|results|resulted) (to|in)\b",
+)
+SOLUTION_OPENING = rx(
+    r"^(this|the|our) (pr|change|patch|commit|fix)\b|^(in|with) this (pr|change|patch)\b",
+    r"^(we|i) (now |instead |therefore )?(add|fix|introduc|implement|provid|chang|mov|replac"
+    r"|remov|switch|mak|us|enabl|support|propos)\w*",
+    r"^(to (fix|address|solve|resolve|avoid|mitigate)|instead|now|solution|fix)\b",
+    # "This disables ...", "It now adds ...": the change acting, not the old code's effect
+    r"^(it|this) (now |also )?(?!(leads|led|causes|caused|results|means|happens|seems|is|was|has"
+    r"|does|goes|gets|becomes)\b)[a-z]+s\b",
+)
+# Section headings that warn or list limits: what may still go wrong, not a promise.
+CAVEAT_SECTIONS = re.compile(
+    r"^(warning|caveats?|limitations?|known (issues|limitations)|not (yet )?supported)$", re.I
+)
 _DECORATION = re.compile(r"\([^)]*\)|\[[^\]]*\]|[^\w\s&/-]+")
 
 
@@ -196,9 +266,13 @@ TITLE_CLAUSE = re.compile(r",\s*|\s+and\s+")
 DOCS_WORDS = rx(r"\b(docs?|documentation|readme|typos?|comments?|docstrings?|examples?)\b")
 # Section headings that name a documentation change: its prose promises no behaviour.
 DOCS_SECTIONS = re.compile(r"\b(docs?|documentation|readme)\b", re.I)
-# Title tags that name the kind of change ([Perf], perf:): the title promises that category.
+# Title tags that name the kind of change ([Perf], perf:, [torch.compile]): the title promises
+# that category.
 TITLE_TAGS: dict[PromiseCategory, re.Pattern[str]] = {
     PromiseCategory.time: rx(r"\[\s*perf(ormance)?\s*\]", r"^\s*(\[[^\]]*\]\s*)*perf(\([^)]*\))?:"),
+    PromiseCategory.mode: rx(
+        r"\[\s*(torch\.compile|compile|cuda[- _]?graphs?|full[- _]?graph)\s*\]"
+    ),
 }
 FEATURE_VERB = re.compile(
     r"^(this pr\s+)?(add|adds|added|support|supports|introduc\w+|implement\w*|integrat\w+|enabl\w+"

@@ -300,3 +300,94 @@ def test_a_models_promises_join_the_rules_beside_them_without_restating_them():
     ]
     assert merged[1].quantity == "30%"
     assert with_proposed(found, [], title, body) == tuple(found)
+
+
+def _body_categories(body: str) -> list[PromiseCategory]:
+    return [p.category for p in extract_promises("x", body)[1:]]
+
+
+def test_an_account_of_the_old_code_is_not_a_promise_until_it_turns_to_the_change():
+    body = (
+        "Currently the planner frees blocks late.\n\n"
+        "This leads to an OOM on long prompts and the memory footprint grows.\n\n"
+        "This PR frees blocks as soon as the window moves, reducing peak memory."
+    )
+    promises = extract_promises("x", body)[1:]
+    assert [p.category for p in promises] == [PromiseCategory.memory]
+    assert promises[0].quote.startswith("This PR frees blocks")
+    # the account ends at a change verb too, and at a new section
+    assert _body_categories(
+        "Previously the cache leaked memory.\n\nFix the leak by freeing the cache on reset, cutting memory usage."
+    ) == [PromiseCategory.memory, PromiseCategory.state]
+    assert _body_categories("Currently it is slow.\n## Change\nCut peak memory by half.") == [
+        PromiseCategory.memory
+    ]
+
+
+def test_an_error_that_the_account_reports_stays_a_promise():
+    body = "Currently, saving a checkpoint right after validation raises an error when resumed."
+    assert PromiseCategory.state in _body_categories(body)
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Throughput: 43.10 requests/s, 1200.5 total tokens/s",
+        "with the new sampler   Avg latency: 3.8247209864 seconds",
+        "bs= 256 | orig=4.10ms vec=0.30ms speedup=13.6x",
+    ],
+)
+def test_a_benchmark_readout_is_not_a_promise(sentence):
+    assert _body_categories(sentence) == []
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "The average load duration was reduced from 3.3s to 1.3s.",
+        "Output (2% e2e latency reduction): Avg latency: 2.31 seconds",
+    ],
+)
+def test_a_measured_gain_is_a_time_promise_even_with_numbers(sentence):
+    assert PromiseCategory.time in _body_categories(sentence)
+
+
+def test_a_collectives_name_is_not_the_verb_reduce():
+    assert _body_categories("Add a fused reduce-scatter + norm + all-gather kernel.") == [
+        PromiseCategory.time
+    ]
+    assert _body_categories("Fuse the per-group AlltoAll calls into a single one.") == [
+        PromiseCategory.traffic
+    ]
+    assert PromiseCategory.time not in _body_categories(
+        "It reduces the memory required for the loss calculation."
+    )
+
+
+def test_time_cut_is_a_time_promise_but_time_in_passing_is_not():
+    assert PromiseCategory.time in _body_categories("Improvements on graph capture time.")
+    assert PromiseCategory.time not in _body_categories(
+        "It lowers the retry limit the first time a request fails."
+    )
+
+
+def test_a_compile_tag_or_a_cudagraph_identifier_is_a_mode_promise():
+    assert [p.category for p in extract_promises("[torch.compile] Unwrap the moe op", "")] == [
+        PromiseCategory.mode
+    ]
+    assert [p.category for p in extract_promises("add `_cudagraph_support` for mamba", "")] == [
+        PromiseCategory.mode
+    ]
+
+
+def test_a_title_promises_its_code_clauses_beside_a_docs_clause():
+    title = "[doc] fix: improve docs clarity, fix the parser and cut peak memory"
+    promises = extract_promises(title, "")
+    assert [(p.category, p.quote) for p in promises] == [
+        (PromiseCategory.memory, "fix the parser, cut peak memory")
+    ]
+
+
+def test_merge_order_notes_and_warning_sections_are_not_promises():
+    assert _body_categories("Should be merged after the cache manager change lands.") == []
+    assert _body_categories("## Warning\nResuming may lose the in-flight samples on restore.") == []
