@@ -47,6 +47,7 @@ from probe_builder.promises.phrases import (
     READOUT_GAIN,
     READOUT_PAIR,
     SOLUTION_OPENING,
+    STATE_BEHAVIOUR,
     TEST_SECTIONS,
     TITLE_CLAUSE,
     TITLE_TAGS,
@@ -157,6 +158,12 @@ def _categories(sentence: Sentence) -> list[PromiseCategory]:
         and not MODE_CLAIM.search(text)
     ):
         found.remove(PromiseCategory.mode)  # a mode named in passing
+    if (
+        PromiseCategory.time in found
+        and PromiseCategory.state in found
+        and not STATE_BEHAVIOUR.search(text)
+    ):
+        found.remove(PromiseCategory.state)  # the speed of a state operation, not its state
     if MEASURING.search(text):
         found = [c for c in found if c not in RESOURCE_CATEGORIES]
     if LIMITATION.search(text):

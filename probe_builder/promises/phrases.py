@@ -32,6 +32,35 @@ _COLLECTIVE = (
 _REDUCE = r"(?<![-_])reduc(?!e[-_ ]?scatter)"
 _CHECKPOINT = r"(?<!activation )(?<!gradient )(?<!activation-)\b(checkpoint|ckpt|dist[-_ ]?ckpt)\w*"
 
+# What is kept, dropped or restored across calls.
+_STATE_BEHAVIOURS = (
+    r"\b(reset|resets|resetting)\b|\binvalidat\w*|\blifecycle\b|\bstale\b",
+    r"\b(prefix|kv)[- ]?caching\b|\bprefix[- ]cach\w*|\brefit\w*|^cache\b",
+    r"\b(cache|kv) (hits?|reuse|retention|eviction)\b",
+    r"\bcache (snapshots?|hits?|entries|invalidation)\b|\bevict\w*",
+    r"\b(onload|reload)\w*\b|\bwake[-_ ]?up\b|\bawake\b|\bsleep\b",
+    r"\bresum(e|ed|es|ing)\b|\brestor\w*",
+    r"\b(after|before) (each |every |the )?(validation|abort|sleep|wake|reset|restart|step)\b",
+    r"\bsave\w*\b[^.]{0,40}\blatest",
+    r"\bacross (steps|calls|iterations|epochs|restarts)\b|\brepeated(ly)?\b",
+    r"\bpersistent across\b",
+    # results kept from an earlier run and reused by the next
+    r"\b(subsequent|later|next) runs?\b|\breus\w* (the )?previous(ly)?\b",
+    r"\bkv[- ]?cache (allocation|allocator|blocks?|manager|management)\b",
+    r"\b(cached|freed|free|evicted) blocks?\b|\bblock pool\b|\bback to the pool\b",
+    r"\boffload\w*\b[^.]{0,40}\b(load(s|ed|ing)?|onload\w*|reload\w*|back)\b",
+)
+# Operations that move state (a checkpoint saved or loaded, weights synchronised): the state
+# they carry is promised, unless the sentence promises only their speed.
+_STATE_OPERATIONS = (
+    _CHECKPOINT + r"[^.]{0,40}\b(sav\w*|load\w*|resum\w*|format\w*|convert\w*|async\w*)",
+    r"\b(sav\w*|load\w*|resum\w*|convert\w*)\b[^.]{0,30}" + _CHECKPOINT,
+    r"\b(weights?|param\w*)[- ](sync\w*|synchroni[sz]\w*|updates?|updating|transfer"
+    r"|resharding)\b",
+    r"\bsynchroni[sz]\w*\b[^.]{0,30}\b(weights?|param\w*)\b",
+)
+STATE_BEHAVIOUR = rx(*_STATE_BEHAVIOURS)
+
 CUES: dict[PromiseCategory, re.Pattern[str]] = {
     PromiseCategory.memory: rx(
         r"\bmemory[- ](efficient|optimi[sz]ed|saving)",
@@ -102,28 +131,7 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         + _NEAR
         + r"(re-?serializ\w*|serializ\w*|pickl\w*|messages?|payloads?)\b",
     ),
-    PromiseCategory.state: rx(
-        r"\b(reset|resets|resetting)\b|\binvalidat\w*|\blifecycle\b|\bstale\b",
-        r"\b(prefix|kv)[- ]?caching\b|\bprefix[- ]cach\w*|\brefit\w*|^cache\b",
-        r"\b(cache|kv) (hits?|reuse|retention|eviction)\b",
-        r"\bcache (snapshots?|hits?|entries|invalidation)\b|\bevict\w*",
-        r"\b(onload|reload)\w*\b|\bwake[-_ ]?up\b|\bawake\b|\bsleep\b",
-        r"\bresum(e|ed|es|ing)\b|\brestor\w*",
-        r"\b(after|before) (each |every |the )?(validation|abort|sleep|wake|reset|restart|step)\b",
-        r"\bsave\w*\b[^.]{0,40}\blatest",
-        r"\bacross (steps|calls|iterations|epochs|restarts)\b|\brepeated(ly)?\b",
-        r"\bpersistent across\b",
-        # results kept from an earlier run and reused by the next
-        r"\b(subsequent|later|next) runs?\b|\breus\w* (the )?previous(ly)?\b",
-        _CHECKPOINT + r"[^.]{0,40}\b(sav\w*|load\w*|resum\w*|format\w*|convert\w*|async\w*)",
-        r"\b(sav\w*|load\w*|resum\w*|convert\w*)\b[^.]{0,30}" + _CHECKPOINT,
-        r"\b(weights?|param\w*)[- ](sync\w*|synchroni[sz]\w*|updates?|updating|transfer"
-        r"|resharding)\b",
-        r"\bsynchroni[sz]\w*\b[^.]{0,30}\b(weights?|param\w*)\b",
-        r"\bkv[- ]?cache (allocation|allocator|blocks?|manager|management)\b",
-        r"\b(cached|freed|free|evicted) blocks?\b|\bblock pool\b|\bback to the pool\b",
-        r"\boffload\w*\b[^.]{0,40}\b(load(s|ed|ing)?|onload\w*|reload\w*|back)\b",
-    ),
+    PromiseCategory.state: rx(*_STATE_BEHAVIOURS, *_STATE_OPERATIONS),
     PromiseCategory.mode: rx(
         r"\bcuda[-_ ]?graphs?\b|(?<![a-z])cudagraph\w*|\b(piecewise|full) graphs?\b",
         r"\btorch\.compile\b|\bcompile mode\b|\bgraph (capture|replay)\b|\binductor\b",
@@ -184,6 +192,9 @@ NOT_A_PROMISE = rx(
     r"\b(show|shows|showing|demonstrat\w*) (that|how)\b[^.]*\b(tests?|example)\b",
     r"^(add|adds|added|adding)\b[^.]{0,40}\bexamples? (to|that|for) (demonstrat|show|illustrat)\w*",
     r"^(for example|e\.g\.|example:|as per title|see (the )?(above|below|issue)|if not\b)",
+    # how to turn it on: an instruction ("To use the resume option, set ...")
+    r"^to (use|enable|try|run|reproduce|turn on|activate)\b[^.]{0,80}\b(set|add|pass|run|use"
+    r"|specify|configure)\b",
     # merge order and dependencies between PRs
     r"^~?(should|must|needs? to|to) be merged (after|before|with|together)\b|^depends on\b"
     r"|^(blocked by|stacked on)\b",

@@ -391,3 +391,20 @@ def test_a_title_promises_its_code_clauses_beside_a_docs_clause():
 def test_merge_order_notes_and_warning_sections_are_not_promises():
     assert _body_categories("Should be merged after the cache manager change lands.") == []
     assert _body_categories("## Warning\nResuming may lose the in-flight samples on restore.") == []
+
+
+def test_the_speed_of_a_state_operation_is_time_and_its_state_is_not_promised():
+    assert _body_categories("Speed up the weight sync to the rollout engine by 4x.") == [
+        PromiseCategory.time
+    ]
+    assert _body_categories("Weight sync now resumes after a restart and is 4x faster.") == [
+        PromiseCategory.time,
+        PromiseCategory.state,
+    ]
+    assert _body_categories("Add async weight sync to the rollout engine.") == [
+        PromiseCategory.state
+    ]
+
+
+def test_an_instruction_to_turn_the_feature_on_is_not_a_promise():
+    assert _body_categories("To use the resume option, set the following in your config:") == []
