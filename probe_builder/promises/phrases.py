@@ -38,7 +38,12 @@ _STATE_BEHAVIOURS = (
     r"\b(prefix|kv)[- ]?caching\b|\bprefix[- ]cach\w*|\brefit\w*|^cache\b",
     r"\b(cache|kv) (hits?|reuse|retention|eviction)\b",
     r"\bcache (snapshots?|hits?|entries|invalidation)\b|\bevict\w*",
-    r"\b(onload|reload)\w*\b|\bwake[-_ ]?up\b|\bawake\b|\bsleep\b",
+    r"\b(onload|reload)\w*\b|\bwake[-_ ]?up\b|\bawake\b|\bsleep\b|\bpaus(e|es|ing)\b",
+    # what one call records, a later one replays; what is built once and kept
+    r"\brecord\w*\b[^.]{0,80}\breplay\w*|\breplay\w*\b[^.]{0,60}\brecord\w*",
+    r"\b(built|computed|created|initiali[sz]ed|allocated) once\b|\bcache (it|them)\b"
+    r"|\bper[- ](device|step|request) cache\b",
+    r"\bcontinu\w* (the )?train\w*",
     r"\bresum(e|ed|es|ing)\b|\brestor\w*",
     r"\b(after|before) (each |every |the )?(validation|abort|sleep|wake|reset|restart|step)\b",
     r"\bsave\w*\b[^.]{0,40}\blatest",
@@ -71,7 +76,12 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         + r"|sav|lower|decreas|optimi[sz]|free(s|d)?|secur|releas|minimi[sz])\w*"
         + _NEAR
         + r"(memory|footprint|allocations?|scratch space|workspace|buffer size)\b",
-        r"\b(memory|footprint)\b[^.]{0,30}\b(reduc|sav|lower|decreas|constant|bound)\w*",
+        r"(?<!symmetric )\b(memory|footprint)\b[^.]{0,30}\b("
+        + _REDUCE
+        + r"|sav|lower|decreas|constant|bound)\w*",
+        # memory spent that need not be: a fix of the excess, or not holding it all at once
+        r"\b(more|extra|excess\w*|unnecessary|redundant) (\w+ )?memory\b|\bin memory at once\b",
+        r"\bmeta[- ]device\b",
         r"\b(OOM|OOMs|out[- ]of[- ]memory)\b",
         r"\boffload(s|ed|ing)?\b",
         r"\b(kv[- ]?cache|cache) (memory|capacity)\b",
@@ -87,13 +97,17 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         + _REDUCE
         + r"|sav|avoid|eliminat|remov|hid)\w*"
         + _NEAR_NOT_MEMORY_FOR
-        + r"(computation|compute|calculation|overhead|cpu usage|sync\w*|stalls?|bubbles?"
-        r"|launch\w*)s?\b",
+        + r"(computation|compute|calculation|(?<!memory )overhead|cpu usage|sync\w*|stalls?"
+        r"|bubbles?|launch\w*)s?\b",
         r"\bcpu usage\b[^.]{0,60}\breduc",
         r"\b(concurrently|at the same time|in parallel with)\b",
         r"\btun(e|es|ed|ing)\b[^.]{0,30}\b(gemm|kernels?|configs?|moe|block sizes?)\b",
         r"\b(gemm|kernel)s? tuning\b|\bpinned memory\b|\bnon[- ]?blocking\b",
-        # a new fused kernel ("fused a + b kernel", "fuse x and y into one kernel")
+        # a new fused kernel ("fused a + b kernel", "fuse x and y into one kernel", "add a fused
+        # x kernel", "fuse x with y")
+        r"^(add\w*|implement\w*|introduc\w*)?\s*(an? )?(new )?fused [\w`-]+ (kernel|op)\b",
+        r"^fus(e|es|ing)\b[^.]{0,60}\b(with|and|\+)\b",
+        r"\b(replac|remov|avoid|eliminat)\w*\b[^.]{0,20}\bblocking\b",
         r"\bfus(e|es|ed|ing)\b[^.]{0,20}\+[^.]{0,60}\bkernel\b",
         r"\bfus(e|es|ed|ing)\b[^.]{0,60}\binto (a |one |a single |a unified )?(\w+ )?kernel\b",
         # time spent, cut ("improvements on capture time", "reduces startup time")
@@ -186,6 +200,8 @@ NOT_A_PROMISE = rx(
     r"^(rename|renames|renamed|renaming|polish|polishes|clean(s|ed)? up|cleanup|tidy|reorgani[sz]e"
     r"|delete[sd]?|extract and split|move[sd]? (files?|code))\b",
     r"^(remove[sd]?|drop(s|ped)?) (the |an? )?(unused|dead|old|deprecated|legacy)?\s*`?\w+`?$",
+    r"^(fully |completely )?(remove[sd]?|delete[sd]?|drop(s|ped)?) (the )?(unused|dead|old|obsolete"
+    r"|deprecated|legacy)\b",
     r"^(and |also |the |all )?(existing |new |unit |e2e )?(tests?|ci)\b[^.]{0,40}\b(pass|passed"
     r"|green|run)\b",
     r"^(run|ran|running) (the )?(existing|all|relevant)\b",
@@ -249,7 +265,6 @@ PROBLEM_OPENING = rx(
     r"^(after investigation,? )?the (root )?cause\b",
     r"^(the|this) (problem|issue|bug|reason) (is|was)\b",
     r"^this is because\b",
-    r"^(this|which|that) (leads|led|causes|caused|results|resulted) (to|in)\b",
 )
 SOLUTION_OPENING = rx(
     r"^(this|the|our) (pr|change|patch|commit|fix)\b|^(in|with) this (pr|change|patch)\b",
@@ -274,7 +289,10 @@ def heading_name(section: str) -> str:
 
 # A docs title's clauses ("improve docs, fix X and optimize Y"); one without these words is code.
 TITLE_CLAUSE = re.compile(r",\s*|\s+and\s+")
-DOCS_WORDS = rx(r"\b(docs?|documentation|readme|typos?|comments?|docstrings?|examples?)\b")
+DOCS_WORDS = rx(
+    r"\b(docs?|documentation|readme|typos?|comments?|docstrings?|examples?)\b",
+    r"\b(ci|workflows?|containers?|docker\w*|github actions|pre-commit|lint\w*)\b",
+)
 # Section headings that name a documentation change: its prose promises no behaviour.
 DOCS_SECTIONS = re.compile(r"\b(docs?|documentation|readme)\b", re.I)
 # Title tags that name the kind of change ([Perf], perf:, [torch.compile]): the title promises
@@ -315,7 +333,11 @@ NAMED_INTERFACE = re.compile(
     re.I,
 )
 DOCS_ONLY_TITLE = re.compile(
-    r"\[(doc|docs|ci)\]|^\s*(doc|docs|ci)\s*:|\breadme\b|\bdocumentation\b|\btypos?\b", re.I
+    r"\[(doc|docs|ci)\]|^\s*(doc|docs|ci|build)(\([^)]*\))?\s*:|\breadme\b|\bdocumentation\b"
+    r"|\btypos?\b"
+    # the project's process: who is on call, how review works
+    r"|\b(on-?call|codeowners|review process|contributing guide|release notes)\b",
+    re.I,
 )
 QUANTITY = rx(
     r"(?:up to\s+)?\d+(?:\.\d+)?\s*"

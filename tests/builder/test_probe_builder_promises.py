@@ -408,3 +408,45 @@ def test_the_speed_of_a_state_operation_is_time_and_its_state_is_not_promised():
 
 def test_an_instruction_to_turn_the_feature_on_is_not_a_promise():
     assert _body_categories("To use the resume option, set the following in your config:") == []
+
+
+@pytest.mark.parametrize(
+    "title",
+    [
+        "ci: centralize container builds and add cache population workflow",
+        "build: Switch the nightly recipe to the new image",
+        "Consistent oncall schedule",
+        "fully remove legacy tokenizer system",
+    ],
+)
+def test_ci_build_process_and_legacy_removal_titles_promise_nothing(title):
+    assert extract_promises(title, "") == []
+
+
+@pytest.mark.parametrize(
+    ("sentence", "category"),
+    [
+        ("Fix a bug causing more memory than needed to be used by the loader.", "memory"),
+        ("Use an iterator so as not to hold all the shards in memory at once.", "memory"),
+        ("Support meta device init for the critic.", "memory"),
+        ("Fuse the rotary embedding with the cache write.", "time"),
+        ("Add a fused norm_quant kernel.", "time"),
+        ("Replace the blocking tensor construction with a cached one.", "time"),
+        ("Routing decisions are recorded at inference and replayed during the update.", "state"),
+        ("The index tensor is built once rather than per forward.", "state"),
+        ("Support pausing generation between weight syncs.", "state"),
+        ("The trainer can load the adapter and continue training.", "state"),
+    ],
+)
+def test_cues_found_on_unseen_descriptions(sentence, category):
+    wanted = {"memory": PromiseCategory.memory, "time": PromiseCategory.time}.get(
+        category, PromiseCategory.state
+    )
+    assert wanted in _body_categories(sentence)
+
+
+def test_symmetric_memory_is_a_communication_mechanism_not_a_memory_promise():
+    assert PromiseCategory.memory not in _body_categories(
+        "Extend NCCL symmetric memory to AllGather and ReduceScatter."
+    )
+    assert PromiseCategory.time not in _body_categories("Save weights with no memory overhead.")
