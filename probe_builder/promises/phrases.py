@@ -40,6 +40,7 @@ _STATE_BEHAVIOURS = (
     r"\bcache (snapshots?|hits?|entries|invalidation)\b|\bevict\w*",
     r"\b(onload|reload)\w*\b|\bwake[-_ ]?up\b|\bawake\b|\bsleep\b|\bpaus(e|es|ing)\b",
     # what one call records, a later one replays; what is built once and kept
+    r"(?<!graph )(?<!graphs )\breplay(s|ed|ing)?\b(?! time)",
     r"\brecord\w*\b[^.]{0,80}\breplay\w*|\breplay\w*\b[^.]{0,60}\brecord\w*",
     r"\b(built|computed|created|initiali[sz]ed|allocated) once\b|\bcache (it|them)\b"
     r"|\bper[- ](device|step|request) cache\b",
@@ -100,7 +101,11 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         + r"(computation|compute|calculation|(?<!memory )overhead|cpu usage|sync\w*|stalls?"
         r"|bubbles?|launch\w*)s?\b",
         r"\bcpu usage\b[^.]{0,60}\breduc",
-        r"\b(concurrently|at the same time|in parallel with)\b",
+        r"\b(concurrently|at the same time|in parallel with)\b|\bruns? ahead\b|\brunning ahead\b",
+        # work spread over workers, collectives on faster paths
+        r"(?<!tensor )(?<!data )(?<!pipeline )(?<!expert )(?<!context )(?<!sequence )"
+        r"\bparallel (\w+[- ]){0,3}(load|init)\w*",
+        r"\bsymmetric[- ]memory\b|\bnvls\b|\bnvlink sharp\b",
         r"\btun(e|es|ed|ing)\b[^.]{0,30}\b(gemm|kernels?|configs?|moe|block sizes?)\b",
         r"\b(gemm|kernel)s? tuning\b|\bpinned memory\b|\bnon[- ]?blocking\b",
         # a new fused kernel ("fused a + b kernel", "fuse x and y into one kernel", "add a fused
@@ -112,7 +117,7 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\bfus(e|es|ed|ing)\b[^.]{0,60}\binto (a |one |a single |a unified )?(\w+ )?kernel\b",
         # time spent, cut ("improvements on capture time", "reduces startup time")
         r"\b(" + _REDUCE + r"|improv|lower|shorten|cut|sav|optimi[sz]|decreas)\w*\b[^.]{0,40}"
-        r"(?<!same )(?<!real-)(?<!real )(?<!each )(?<!every )(?<!first )"
+        r"(?<!same )(?<!real-)(?<!real )(?<!each )(?<!every )(?<!first )(?<!ci )(?<!test )"
         r"\b(time|runtime|duration)s?\b",
         r"\b(runtime|duration|latency|wall[- ]?clock)\b[^.]{0,30}\b(was |is |are )?("
         + _REDUCE
@@ -183,7 +188,9 @@ MEASURING = rx(
     r"\bsnapshots? (dump|visuali)\w*",
 )
 LIMITATION = re.compile(
-    r"\b(might|may|could) not\b|\bnot (be )?(compatible|supported|applicable)\b", re.I
+    r"\b(might|may|could) not\b|\bnot (be )?(compatible|supported|applicable)\b"
+    r"|\bonly works (with|on|for|in|under)\b|\bneeds? to check\b",
+    re.I,
 )
 # A mode named in a body sentence is a promise only when the sentence says it works under it.
 MODE_CLAIM = rx(
@@ -211,6 +218,8 @@ NOT_A_PROMISE = rx(
     # how to turn it on: an instruction ("To use the resume option, set ...")
     r"^to (use|enable|try|run|reproduce|turn on|activate)\b[^.]{0,80}\b(set|add|pass|run|use"
     r"|specify|configure)\b",
+    # a revert undoes what it names
+    r"^reverts?\b",
     # merge order and dependencies between PRs
     r"^~?(should|must|needs? to|to) be merged (after|before|with|together)\b|^depends on\b"
     r"|^(blocked by|stacked on)\b",
