@@ -44,7 +44,9 @@ _STATE_BEHAVIOURS = (
     r"\brecord\w*\b[^.]{0,80}\breplay\w*|\breplay\w*\b[^.]{0,60}\brecord\w*",
     r"\b(built|computed|created|initiali[sz]ed|allocated) once\b|\bcache (it|them)\b"
     r"|\bper[- ](device|step|request) cache\b",
-    r"\bcontinu\w* (the )?train\w*",
+    r"\bcontinu\w* (the )?train\w*|\bfailover\b",
+    r"\bcontinu\w*\b[^.]{0,30}\bafter (an? )?(interruption|failure|restart|crash|preemption)s?\b",
+    r"\bpreviously (dumped|saved|generated|cached|computed|stored)\b",
     r"\bresum(e|ed|es|ing)\b|\brestor\w*",
     r"\b(after|before) (each |every |the )?(validation|abort|sleep|wake|reset|restart|step)\b",
     r"\bsave\w*\b[^.]{0,40}\blatest",
@@ -54,7 +56,7 @@ _STATE_BEHAVIOURS = (
     r"\b(subsequent|later|next) runs?\b|\breus\w* (the )?previous(ly)?\b",
     r"\bkv[- ]?cache (allocation|allocator|blocks?|manager|management)\b",
     r"\b(cached|freed|free|evicted) blocks?\b|\bblock pool\b|\bback to the pool\b",
-    r"\boffload\w*\b[^.]{0,40}\b(load(s|ed|ing)?|onload\w*|reload\w*|back)\b",
+    r"\boffload\w*\b[^.]{0,40}\b(load(s|ed|ing|able)?|onload\w*|reload\w*|back)\b",
 )
 # Operations that move state (a checkpoint saved or loaded, weights synchronised): the state
 # they carry is promised, unless the sentence promises only their speed.
@@ -106,6 +108,7 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"(?<!tensor )(?<!data )(?<!pipeline )(?<!expert )(?<!context )(?<!sequence )"
         r"\bparallel (\w+[- ]){0,3}(load|init)\w*",
         r"\bsymmetric[- ]memory\b|\bnvls\b|\bnvlink sharp\b",
+        r"\b(improv\w*|increas\w*|boost\w*|better|higher)\b[^.]{0,20}\bspeed\b",
         r"\btun(e|es|ed|ing)\b[^.]{0,30}\b(gemm|kernels?|configs?|moe|block sizes?)\b",
         r"\b(gemm|kernel)s? tuning\b|\bpinned memory\b|\bnon[- ]?blocking\b",
         # a new fused kernel ("fused a + b kernel", "fuse x and y into one kernel", "add a fused

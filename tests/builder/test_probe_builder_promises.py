@@ -440,6 +440,10 @@ def test_ci_build_process_and_legacy_removal_titles_promise_nothing(title):
         ("Support parallel weight load for the critic.", "time"),
         ("Use a symmetric memory all-reduce for small inputs.", "time"),
         ("Support expert routing replay in the actor.", "state"),
+        ("It gives a better decode speed for small batches.", "time"),
+        ("Training can continue after an interruption of the trainer.", "state"),
+        ("Skip the rollout and reuse previously dumped sequences.", "state"),
+        ("Offloaded blocks become loadable as soon as they are stored.", "state"),
     ],
 )
 def test_cues_found_on_unseen_descriptions(sentence, category):
