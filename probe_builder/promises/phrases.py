@@ -215,6 +215,8 @@ NOT_A_PROMISE = rx(
     r"^(and |also |the |all )?(existing |new |unit |e2e )?(tests?|ci)\b[^.]{0,40}\b(pass|passed"
     r"|green|run)\b",
     r"^(run|ran|running) (the )?(existing|all|relevant)\b",
+    r"^(tested|verified|validated|benchmarked|evaluated) (it |this |locally )?"
+    r"(with|on|using|against|by)\b",
     r"\b(show|shows|showing|demonstrat\w*) (that|how)\b[^.]*\b(tests?|example)\b",
     r"^(add|adds|added|adding)\b[^.]{0,40}\bexamples? (to|that|for) (demonstrat|show|illustrat)\w*",
     r"^(for example|e\.g\.|example:|as per title|see (the )?(above|below|issue)|if not\b)",
