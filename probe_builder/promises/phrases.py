@@ -202,7 +202,8 @@ MODE_CLAIM = rx(
 )
 # Sentences about the PR's tests, docs, examples or housekeeping: not promises.
 NOT_A_PROMISE = rx(
-    r"^(add|adds|added|adding|update[sd]?|updating|fix(es|ed)?|use[sd]?|run|ran|running|write"
+    r"^(we |this pr )?(add|adds|added|adding|update[sd]?|updating|fix(es|ed)?|use[sd]?|run|ran"
+    r"|running|write"
     r"|wrote|extend\w*|improv\w*|polish\w*|include[sd]?|document\w*)\b[^.]{0,50}"
     r"\b(tests?|unit[- ]?tests?|test (suites?|cases?)|docs?|documentation|readme|docstrings?"
     r"|comments?|typos?|(example|sample) (yaml|scripts?|files?|configs?)|mathematical formulations?"
@@ -318,11 +319,13 @@ TITLE_TAGS: dict[PromiseCategory, re.Pattern[str]] = {
     ),
 }
 FEATURE_VERB = re.compile(
-    r"^(this pr\s+)?(add|adds|added|support|supports|introduc\w+|implement\w*|integrat\w+|enabl\w+"
+    r"^(this (pr|change|patch|commit)\s+|we (now )?|it (now )?)?"
+    r"(add|adds|added|support|supports|introduc\w+|implement\w*|integrat\w+|enabl\w+"
     r"|provid\w+|fix|fixes|fixed|make|makes|allow\w*|use|uses|mov(e|es|ed)|mark\w*|refactor\w*"
     r"|unif\w+|chang\w+|updat\w+|replac\w+|remov\w+|expos\w+|log|logs|deprecat\w+|register\w*"
     r"|extend\w*|disabl\w+|emit\w*|accept\w*|return\w*|handl\w+|switch\w*|avoid\w*|skip\w*"
-    r"|resolv\w+|prevent\w*|ensur\w+)\b",
+    r"|resolv\w+|prevent\w*|ensur\w+|upgrad\w+|appl(y|ies|ied)|publish\w*|wrap\w*|cancel\w*"
+    r"|gate[sd]?|bump\w*|restor\w+|rewrit\w+|convert\w*)\b",
     re.I,
 )
 # A list item that names a component and what it does ("`name`: does x", "A new X that ...").
@@ -335,6 +338,7 @@ BEHAVIOUR_CLAIM = rx(
     r"^by default\b",
     r"\b(now )?works (with|on|under|for|in)\b",
     r"\bmaintains? (full )?backward[- ]compatib\w*",
+    r"\b(now )?(you|users) can\b|\bcan now\b",
 )
 ERROR_CLAIM = re.compile(
     r"\b(raises?|throws?|triggers?) (an? |the )?(\w+ )?(error|exception)\b|\bTypeError\b"
@@ -342,7 +346,8 @@ ERROR_CLAIM = re.compile(
     re.I,
 )
 NAMED_INTERFACE = re.compile(
-    r"^`?[A-Za-z_][\w.]*`?\s+(contextmanager|decorator|function|class|method|option|flag)\b"
+    r"^`?[A-Za-z_][\w.]*(\([^)]*\))?`?\s+(contextmanager|decorator|function|class|method|option"
+    r"|flag)\b"
     r"|^configurable (via|with|through)\b",
     re.I,
 )

@@ -471,3 +471,20 @@ def test_reverts_limits_and_ci_time_are_not_promises():
 
 def test_a_tested_with_line_reports_how_it_was_tested_not_a_promise():
     assert _body_categories("Tested with a small model at varying GPU memory utilization.") == []
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "This change enables streaming for tool calls.",
+        "`abort_all()` method to cancel every running request",
+        "Now you can pass any new key on the command line.",
+        "Upgraded the engine to version 0.11.",
+    ],
+)
+def test_behaviour_claims_without_a_leading_change_verb_are_functional(sentence):
+    assert _body_categories(sentence) == [PromiseCategory.functional]
+
+
+def test_a_docs_change_told_in_the_first_person_is_not_a_promise():
+    assert _body_categories("We add a reminder to the documentation for contributors.") == []
