@@ -4,7 +4,9 @@ Each sentence of the cleaned description (see :mod:`probe_builder.material.descr
 is matched against phrase patterns per category; a sentence may carry several
 specific categories (memory and mode, say), and is ``functional`` only when
 it claims behaviour and no specific category fits. Measuring or logging a
-resource is not a promise about it, and a stated limitation is not a promise.
+resource is not a promise about it, and a stated limitation is not a promise;
+neither is an account of the code before the change ("Currently ...") or a
+benchmark's readout line.
 The patterns are data tables; their precision and recall on a labelled set
 of real descriptions is printed by ``bench/promise_eval.py``.
 """
@@ -130,8 +132,8 @@ def _code_clauses(sentences: list[Sentence]) -> list[Sentence]:
 def _outside_problem_accounts(sentences: Sequence[Sentence]) -> list[Sentence]:
     """The sentences that are not part of an account of the code before the change.
 
-    An account opens with "Currently ...", "However, there are ...", "This leads to ..." and
-    runs on through its section until a sentence turns to what the change does ("This PR
+    An account opens with "Currently ...", "However, there are ...", "The root cause is ..."
+    and runs on through its section until a sentence turns to what the change does ("This PR
     ...", "We now ...", "To fix this ...", or a change verb: "Update to use ..."). An error
     the account reports stays: the fix promises it no longer happens."""
     kept: list[Sentence] = []
