@@ -56,10 +56,7 @@ def words_of(text: str) -> frozenset[str]:
     """Lower-case word parts of prose or identifiers (snake_case and CamelCase split)."""
     parts: set[str] = set()
     for token in re.findall(r"[A-Za-z0-9]+", text):
-        pieces = _CAMEL.findall(token) or [token]
-        if any(len(p) < MIN_WORD for p in pieces):
-            pieces.append(token)  # "MoE", "LoRA", "FP8": a short mixed-case name is one word
-        for piece in pieces:
+        for piece in _CAMEL.findall(token) or [token]:
             word = _PLURAL.sub("", piece.lower())
             if len(word) >= MIN_WORD and word not in GENERIC_WORDS:
                 parts.add(word)
@@ -195,7 +192,7 @@ def _distinctive(symbols: Sequence[ChangedSymbol]) -> frozenset[str]:
 def link(quote: str, code: CodeUnderTest) -> Link:
     """The changed symbols ``quote`` concerns (weakly: all of them, when it names none).
 
-    An identifier the quote names wins; else every symbol most of whose name words the
+    An identifier the quote names wins; else the symbols most of whose name words the
     quote uses; else those whose docstring shares several words with it. Without known
     symbols (a bare profile) the link is empty and every test reaches it.
     """
@@ -209,7 +206,7 @@ def link(quote: str, code: CodeUnderTest) -> Link:
     scores = {s.name: _coverage(s, words) for s in code.symbols}
     best = max(scores.values())
     if best >= MIN_COVERAGE:
-        return Link(frozenset(n for n, v in scores.items() if v >= MIN_COVERAGE), True)
+        return Link(frozenset(n for n, v in scores.items() if v == best), True)
     distinctive = _distinctive(code.symbols) & words
     by_word = {s.name for s in code.symbols if s.name_words & distinctive}
     by_word |= {s.name for s in code.symbols if len(s.doc_words & words) >= MIN_DOC_WORDS}

@@ -184,21 +184,21 @@ def _about(
     sites: list[AssertionSite],
 ) -> list[AssertionSite]:
     """The assertions that say what they check in the promise's own words: the test's name,
-    the asserted expression, or the names its value comes from other than the linked symbol
-    (every assertion on it comes from that), share a word of the quote. A test of
-    ``init_engine`` asserting a worker's name does not check "requests go async". A
-    comparison with a reference (``allclose``) checks the feature whatever it is called."""
-    words = words_of(promise.quote)
+    the asserted expression or the names its value comes from share a word of the quote
+    that the linked symbols' names do not already carry (a test of ``init_engine`` does not
+    check "requests go async"). A comparison with a reference (``allclose``) checks the
+    feature whatever it is called."""
+    named = {w for s in code.symbols if s.name in linked.names for w in s.name_words}
+    words = words_of(promise.quote) - named
     if not words:
         return sites
-    linked_words = {w for s in code.symbols if s.name in linked.names for w in s.name_words}
     test_words = words_of(test.name.rsplit(".", 1)[-1])
-
-    def says(site: AssertionSite) -> bool:
-        inputs = words_of(" ".join(site.depends_on)) - linked_words
-        return bool((test_words | words_of(site.text) | inputs) & words)
-
-    return [s for s in sites if s.kind is AssertionKind.numeric or says(s)]
+    return [
+        s
+        for s in sites
+        if s.kind is AssertionKind.numeric
+        or (test_words | words_of(s.text) | words_of(" ".join(s.depends_on))) & words
+    ]
 
 
 def _checking_site(
@@ -265,7 +265,8 @@ def judge_promise(promise: ExtractedPromise, code: CodeUnderTest) -> PromiseChec
     tests = reaching_tests(linked, code)
     found = _checking_site(promise, code, linked, tests)
     if found is None:
-        found = _checking_site(promise, code, Link(frozenset(), True), named_for(promise, code))
+        named = [t for t in named_for(promise, code) if t not in tests]
+        found = _checking_site(promise, code, Link(frozenset(), True), named)
     if found is not None:
         test, site = found
         evidence = f"{site.path}:{site.line} {test.name}: {site.text}"

@@ -13,7 +13,7 @@ from probe_builder.promises.assertions import (
     profile_test_patch,
 )
 from probe_builder.promises.extract import ExtractedPromise
-from probe_builder.promises.linking import CodeUnderTest, changed_symbol, words_of
+from probe_builder.promises.linking import CodeUnderTest, changed_symbol
 from probe_builder.promises.verdicts import judge_promise, judge_promises
 from task_registry.types import PromiseCategory, PromiseVerdict
 from tests.probe_builder_support import make_pr
@@ -639,27 +639,3 @@ def test_a_functional_check_says_what_it_checks_in_the_promises_words(
     code = _code(SERVER_TEST.format(name=name, call=call, expected=expected), "AsyncServer")
     quote = "AsyncServer streams requests"
     assert _verdict(PromiseCategory.functional, quote, code) is verdict
-
-
-MOE_TEST = """
-import torch
-from pkg import grouped_moe_forward
-
-
-def test_matches_the_reference():
-    out = grouped_moe_forward(torch.ones(2))
-    assert torch.allclose(out, torch.ones(2))
-"""
-
-
-def test_every_symbol_the_quote_mostly_names_is_linked_not_only_the_best():
-    # The quote names all of the backend class and most of the function the test calls.
-    code = _code(MOE_TEST, "DecodeGroupedBackend", "grouped_moe_forward", "other.helper")
-    quote = "Add a grouped backend for MoE decode"
-    assert _verdict(PromiseCategory.functional, quote, code) is PromiseVerdict.checked
-    assert _verdict(PromiseCategory.functional, "Add a helper", code) is PromiseVerdict.unchecked
-
-
-def test_a_short_mixed_case_name_is_one_word():
-    assert {"moe", "lora", "fp8"} <= words_of("MoE with LoRA in FP8")
-    assert words_of("AsyncSglangServer") == {"async", "sglang", "server"}
