@@ -173,34 +173,6 @@ def _may_check(promise: ExtractedPromise, test: TestTraits) -> bool:
     return not across or test.multi_rank
 
 
-ABOUT_THE_PROMISE = (PromiseCategory.functional,)
-
-
-def _about(
-    promise: ExtractedPromise,
-    code: CodeUnderTest,
-    linked: Link,
-    test: TestTraits,
-    sites: list[AssertionSite],
-) -> list[AssertionSite]:
-    """The assertions that say what they check in the promise's own words: the test's name,
-    the asserted expression or the names its value comes from share a word of the quote
-    that the linked symbols' names do not already carry (a test of ``init_engine`` does not
-    check "requests go async"). A comparison with a reference (``allclose``) checks the
-    feature whatever it is called."""
-    named = {w for s in code.symbols if s.name in linked.names for w in s.name_words}
-    words = words_of(promise.quote) - named
-    if not words:
-        return sites
-    test_words = words_of(test.name.rsplit(".", 1)[-1])
-    return [
-        s
-        for s in sites
-        if s.kind is AssertionKind.numeric
-        or (test_words | words_of(s.text) | words_of(" ".join(s.depends_on))) & words
-    ]
-
-
 def _checking_site(
     promise: ExtractedPromise, code: CodeUnderTest, linked: Link, tests: list[TestTraits]
 ) -> tuple[TestTraits, AssertionSite] | None:
@@ -213,8 +185,6 @@ def _checking_site(
         sites = code.profile.in_test(test)
         if linked.names:
             sites = _on_linked(sites, linked.names, promise.category)
-        if promise.category in ABOUT_THE_PROMISE:
-            sites = _about(promise, code, linked, test, sites)
         site = rule(test, sites)
         if site is not None:
             return test, site

@@ -611,31 +611,3 @@ def test_a_test_named_for_the_promise_is_judged_on_it(name, verdict):
     code = _code(NAMED_TEST.format(name=name), "Scheduler.plan", "Scheduler.submit")
     quote = "overlap the communication with compute"
     assert _verdict(PromiseCategory.time, quote, code) is verdict
-
-
-SERVER_TEST = """
-from pkg import AsyncServer
-
-
-def test_{name}():
-    server = AsyncServer()
-    out = server.{call}()
-    assert out == {expected}
-"""
-
-
-@pytest.mark.parametrize(
-    ("name", "call", "expected", "verdict"),
-    [
-        # the test and its assertion are about starting the engine, not about requests
-        ("init_engine", "init_engine", '"worker_0"', PromiseVerdict.exercised),
-        ("submit", "submit_requests", '"streamed"', PromiseVerdict.checked),
-        ("requests_stream", "submit", '"ok"', PromiseVerdict.checked),
-    ],
-)
-def test_a_functional_check_says_what_it_checks_in_the_promises_words(
-    name, call, expected, verdict
-):
-    code = _code(SERVER_TEST.format(name=name, call=call, expected=expected), "AsyncServer")
-    quote = "AsyncServer streams requests"
-    assert _verdict(PromiseCategory.functional, quote, code) is verdict
