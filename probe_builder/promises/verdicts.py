@@ -5,9 +5,7 @@ A promise is judged on the tests that reach the changed symbols it concerns
 observes itself, only on assertions whose value is computed from those
 symbols; an existence check (``is not None``, ``isinstance``) checks nothing.
 When the quote names no changed symbol the link is weak and the verdict is at
-most ``exercised``, unless a test's own name repeats the promise's words
-(``test_overlaps_communication_and_compute``): such a test is judged on the
-promise whatever it calls. ``checked`` needs an added assertion on the promise's
+most ``exercised``. ``checked`` needs an added assertion on the promise's
 observable: memory promises an assertion that reads a memory API, time
 promises a timer, traffic promises counted bytes or calls in a test that
 talks to a communication primitive, state promises a value asserted after a
@@ -42,7 +40,6 @@ from probe_builder.promises.linking import (
     nearby_tests,
     reaching_scripts,
     reaching_tests,
-    words_of,
 )
 from task_registry.types import PromiseCategory, PromiseVerdict
 
@@ -212,31 +209,11 @@ def _name(found: TestTraits | TestScript) -> str:
     return found.name if isinstance(found, TestTraits) else found.path
 
 
-NAMED_FOR = 2  # promise words a test's own name must repeat to say it tests the promise
-NAMED_SHARE = 2 / 3  # ... and the share of its name's words they are
-
-
-def named_for(promise: ExtractedPromise, code: CodeUnderTest) -> list[TestTraits]:
-    """Tests whose own name says they test the promise ("test_overlaps_comm_and_compute"
-    for "overlap communication with compute"), whatever symbols they call."""
-    words = words_of(promise.quote)
-    named = []
-    for test in code.profile.tests:
-        name_words = words_of(test.name.rsplit(".", 1)[-1])
-        shared = len(name_words & words)
-        if shared >= NAMED_FOR and shared >= NAMED_SHARE * len(name_words):
-            named.append(test)
-    return named
-
-
 def judge_promise(promise: ExtractedPromise, code: CodeUnderTest) -> PromiseCheck:
     """Checked, exercised or unchecked, on the tests that reach what the promise concerns."""
     linked = link(promise.quote, code)
     tests = reaching_tests(linked, code)
     found = _checking_site(promise, code, linked, tests)
-    if found is None:
-        named = [t for t in named_for(promise, code) if t not in tests]
-        found = _checking_site(promise, code, Link(frozenset(), True), named)
     if found is not None:
         test, site = found
         evidence = f"{site.path}:{site.line} {test.name}: {site.text}"

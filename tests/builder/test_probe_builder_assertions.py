@@ -583,31 +583,3 @@ def test_verdict_bench_prints_dev_misses_beside_the_table(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "agreement            1.00   1/1" in out
     assert "'checked' right" in out
-
-
-NAMED_TEST = """
-import time
-from pkg import run_step
-
-
-def test_{name}():
-    start = time.perf_counter()
-    run_step()
-    assert time.perf_counter() - start < 1.0
-"""
-
-
-@pytest.mark.parametrize(
-    ("name", "verdict"),
-    [
-        ("overlaps_communication_and_compute", PromiseVerdict.checked),
-        # two promise words, but most of the name is about something else
-        ("communication_setup_of_the_engine_pool", PromiseVerdict.unchecked),
-        ("init_engine", PromiseVerdict.unchecked),
-    ],
-)
-def test_a_test_named_for_the_promise_is_judged_on_it(name, verdict):
-    # The promise names no changed symbol and the test calls none; only its name ties it.
-    code = _code(NAMED_TEST.format(name=name), "Scheduler.plan", "Scheduler.submit")
-    quote = "overlap the communication with compute"
-    assert _verdict(PromiseCategory.time, quote, code) is verdict
