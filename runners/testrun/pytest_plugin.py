@@ -8,8 +8,9 @@ harness can resume with the rest. It writes the exact node id and the
 ``xpassed`` / ``timeout`` outcomes (which JUnit cannot express) as testcase
 properties, notes the test in flight for the harness's own run time limit,
 turns SIGTERM into a clean interrupt (pytest then still writes its report) and
-registers the ``probe_gpu(n)`` marker and adds ``--pw-also`` paths (probes) to
-a full-suite run's own selection. The file is copied next to each run
+registers the ``probe_gpu(n)`` marker, adds ``--pw-also`` paths (probes) to
+a full-suite run's own selection and collects nothing a link leads out of the
+tree to. The file is copied next to each run
 rather than imported from probewatch: it runs in the task's own environment,
 which has pytest but not probewatch, so it uses the standard library and
 pytest only. Names shared with the harness are repeated in runners/testrun/junit.py
@@ -62,6 +63,19 @@ def pytest_configure(config: pytest.Config) -> None:
     config.args.extend(config.getoption("pw_also"))
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _interrupt)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """A path that a link leads out of the tree is not the PR's: it is not collected, so a
+    link to ``/tmp`` or ``/`` cannot make the run import and run files from elsewhere."""
+    root = Path(str(config.rootpath)).resolve()
+    try:
+        collection_path.resolve().relative_to(root)
+    except ValueError:
+        return True
+    except OSError:  # a link loop: nothing there to collect
+        return True
+    return None
 
 
 def _interrupt(signum: int, _frame: FrameType | None) -> None:

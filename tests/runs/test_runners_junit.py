@@ -200,3 +200,26 @@ def test_the_plugin_and_the_harness_share_their_names() -> None:
     assert pytest_plugin.HARD_OUTPUT_PREFIX == pytest_run.HARD_OUTPUT_PREFIX
     assert pytest_plugin.OUTPUT_PROPERTY == junit.OUTPUT_PROPERTY
     assert pytest_plugin.TestTimeout.__name__ == "TestTimeout"
+
+
+def test_the_plugin_collects_nothing_a_link_leads_out_of_the_tree_to(tmp_path: Path) -> None:
+    tree, elsewhere = tmp_path / "tree", tmp_path / "elsewhere"
+    (tree / "tests").mkdir(parents=True)
+    (tree / "tests" / "test_inside.py").write_text("def test_inside():\n    pass\n")
+    (elsewhere / "tests").mkdir(parents=True)
+    (elsewhere / "tests" / "test_outside.py").write_text("def test_outside():\n    pass\n")
+    (tree / "tests" / "outside_link").symlink_to(elsewhere / "tests")
+    (tree / "tests" / "inside_link").symlink_to(tree / "tests" / "sub", target_is_directory=True)
+    (tree / "tests" / "sub").mkdir()
+    (tree / "tests" / "sub" / "test_sub.py").write_text("def test_sub():\n    pass\n")
+    (tmp_path / "plugin").mkdir()
+    (tmp_path / "plugin" / "probewatch_pytest_plugin.py").write_text(
+        pytest_run.PLUGIN_SOURCE.read_text()
+    )
+    argv = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
+    argv += ["-p", "probewatch_pytest_plugin", "--rootdir", str(tree), "tests"]
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path / "plugin")}
+    out = subprocess.run(argv, cwd=tree, env=env, capture_output=True, text=True, check=False)
+    assert "tests/test_inside.py::test_inside" in out.stdout, out.stdout + out.stderr
+    assert "test_sub" in out.stdout  # a link inside the tree is still followed
+    assert "test_outside" not in out.stdout
