@@ -43,6 +43,9 @@ OUTPUT_TAIL_CHARS = 1200
 DEFAULT_GRACE_S = 5.0
 
 
+_TREE_KEY = pytest.StashKey[Path]()  # the resolved rootdir, read once per session
+
+
 class TestTimeout(BaseException):
     """A test's time is up. A BaseException, so ``except Exception`` in a test cannot swallow it."""
 
@@ -68,12 +71,12 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     """A path that a link leads out of the tree is not the PR's: it is not collected, so a
     link to ``/tmp`` or ``/`` cannot make the run import and run files from elsewhere."""
-    root = Path(str(config.rootpath)).resolve()
+    root = config.stash.get(_TREE_KEY, None)
+    if root is None:
+        root = config.stash[_TREE_KEY] = config.rootpath.resolve()
     try:
         collection_path.resolve().relative_to(root)
-    except ValueError:
-        return True
-    except OSError:  # a link loop: nothing there to collect
+    except (ValueError, OSError):  # outside the tree, or a link loop: nothing to collect
         return True
     return None
 
