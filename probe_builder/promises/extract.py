@@ -29,6 +29,7 @@ from probe_builder.promises.phrases import (
     BEHAVIOUR_CLAIM,
     CAVEAT_SECTIONS,
     COMMAND_LINE,
+    COST,
     CUES,
     DOCS_ONLY_TITLE,
     DOCS_SECTIONS,
@@ -51,6 +52,7 @@ from probe_builder.promises.phrases import (
     SOLUTION_OPENING,
     STATE_BEHAVIOUR,
     TEST_SECTIONS,
+    TEST_WORDS,
     TITLE_CLAUSE,
     TITLE_TAGS,
     heading_name,
@@ -118,15 +120,32 @@ def _readout(text: str) -> bool:
 
 def _code_clauses(sentences: list[Sentence]) -> list[Sentence]:
     """A title that lists a docs change beside code changes ("improve docs, fix X and optimize
-    Y") promises what its code clauses say: the docs clause goes."""
-    if not sentences or sentences[0].origin is not Origin.pr_title:
-        return sentences
-    title = sentences[0]
-    clauses = TITLE_CLAUSE.split(title.text)
-    code = [c for c in clauses if not (DOCS_WORDS.search(c) or NOT_A_PROMISE.search(c))]
+    Y") promises what its code clauses say: the docs clause goes. So does a body sentence
+    about tests or docs that also names a change of its own ("This PR adds an FP8 path and
+    updates the docs"), when a code clause opens with a change verb."""
+    return [_without_housekeeping(s) for s in sentences]
+
+
+def _housekeeping(clause: str) -> bool:
+    return bool(
+        DOCS_WORDS.search(clause) or TEST_WORDS.search(clause) or NOT_A_PROMISE.search(clause)
+    )
+
+
+def _without_housekeeping(sentence: Sentence) -> Sentence:
+    title = sentence.origin is Origin.pr_title
+    if not title and not NOT_A_PROMISE.search(sentence.text):
+        return sentence
+    clauses = TITLE_CLAUSE.split(sentence.text)
+    if title:
+        code = [c for c in clauses if not (DOCS_WORDS.search(c) or NOT_A_PROMISE.search(c))]
+    else:
+        code = [c for c in clauses if not _housekeeping(c)]
+        if not any(FEATURE_VERB.search(c) for c in code):
+            return sentence  # nothing but housekeeping: the sentence goes whole
     if len(clauses) < 2 or len(code) in (0, len(clauses)):
-        return sentences
-    return [replace(title, text=", ".join(code)), *sentences[1:]]
+        return sentence
+    return replace(sentence, text=", ".join(code))
 
 
 def _outside_problem_accounts(sentences: Sequence[Sentence]) -> list[Sentence]:
@@ -170,13 +189,31 @@ def _categories(sentence: Sentence) -> list[PromiseCategory]:
         found = [c for c in found if c not in RESOURCE_CATEGORIES]
     if LIMITATION.search(text):
         found = [c for c in found if c is not PromiseCategory.mode]
+    found = _without_costs(text, found)
     if not found and _claims_behaviour(sentence):
         found = [PromiseCategory.functional]
     return found
 
 
+def _without_costs(text: str, found: list[PromiseCategory]) -> list[PromiseCategory]:
+    """A resource named only in the cost a sentence admits is not promised."""
+    cost = COST.search(text)
+    if cost is None:
+        return found
+    before = text[: cost.start()]
+    return [c for c in found if c not in RESOURCE_CATEGORIES or CUES[c].search(before) is not None]
+
+
+# Content words a sentence needs before the cost it admits to promise a behaviour of its own
+# ("Add FP8 support for MoE layers, which may use more memory"; not "Enabling it may ...").
+COST_CLAUSE_WORDS = 4
+
+
 def _claims_behaviour(sentence: Sentence) -> bool:
     if LIMITATION.search(sentence.text):
+        return False
+    cost = COST.search(sentence.text)
+    if cost is not None and len(content_words(sentence.text[: cost.start()])) < COST_CLAUSE_WORDS:
         return False
     if sentence.origin is Origin.pr_title:
         return True

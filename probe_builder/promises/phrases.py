@@ -195,6 +195,14 @@ LIMITATION = re.compile(
     r"|\bonly works (with|on|for|in|under)\b|\bneeds? to check\b",
     re.I,
 )
+# A cost the change admits ("this may use more GPU memory", "at the cost of extra latency"):
+# the resource it names after the phrase is spent, not promised.
+COST = rx(
+    r"\b(may|might|could|can|will|would|does) (\w+ )?(consume|use|take|require|need|increase|add"
+    r"|cost)s? (a bit |slightly |some |a little )?(more|extra|additional|higher)\b",
+    r"\bat the (cost|expense) of\b",
+    r"\b(comes|come) with (a |an |some )?(small |slight )?(cost|overhead)\b",
+)
 # A mode named in a body sentence is a promise only when the sentence says it works under it.
 MODE_CLAIM = rx(
     r"\b(support\w*|compatib\w*|works?|working|enabl\w*|fix\w*|under|scope|allow\w*|break\w*"
@@ -308,6 +316,8 @@ DOCS_WORDS = rx(
     r"\b(docs?|documentation|readme|typos?|comments?|docstrings?|examples?)\b",
     r"\b(ci|workflows?|containers?|docker\w*|github actions|pre-commit|lint\w*)\b",
 )
+# A clause about the PR's own tests ("and unit tests", "with e2e coverage").
+TEST_WORDS = rx(r"\b(tests?|unit[- ]?tests?|e2e|test (suites?|cases?)|test coverage|ci)\b")
 # Section headings that name a documentation change: its prose promises no behaviour.
 DOCS_SECTIONS = re.compile(r"\b(docs?|documentation|readme)\b", re.I)
 # Title tags that name the kind of change ([Perf], perf:, [torch.compile]): the title promises

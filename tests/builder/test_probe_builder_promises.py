@@ -488,3 +488,24 @@ def test_behaviour_claims_without_a_leading_change_verb_are_functional(sentence)
 
 def test_a_docs_change_told_in_the_first_person_is_not_a_promise():
     assert _body_categories("We add a reminder to the documentation for contributors.") == []
+
+
+def test_a_resource_the_change_admits_it_spends_is_not_promised():
+    assert _body_categories("Enabling this may consume more GPU memory.") == []
+    assert _body_categories(
+        "Overlap the all-gather with compute to cut step latency, at the cost of extra memory."
+    ) == [PromiseCategory.time]
+    # the wrong rule, dropping every resource of a sentence with a cost in it, loses this one
+    assert _body_categories("Cut peak memory by 30%, at the cost of a slower first step.") == [
+        PromiseCategory.memory
+    ]
+
+
+def test_a_sentence_about_tests_keeps_the_change_it_also_names():
+    assert _body_categories("This PR adds a fused RMSNorm kernel and updates the docs.") == [
+        PromiseCategory.functional
+    ]
+    assert _body_categories("Add an FP8 KV cache path, and unit tests for it.") != []
+    # a sentence of housekeeping alone is still no promise
+    assert _body_categories("Add unit tests for the scheduler and the block pool.") == []
+    assert _body_categories("Update the docs and the examples.") == []
