@@ -10,9 +10,16 @@ repository and for the title-only slice (items with an empty description).
 
 The holdout was sealed when it was labelled: its figures may be printed, its
 misses may not be read while rules change, so ``--misses`` lists dev misses
-only. Usage::
+only.
 
-    python -m bench.promise_eval [--dir tests/data/promises] [--misses]
+``--agreement`` scores a second labeller's promises for a subset of both
+splits (``agreement/dev.yaml``, ``agreement/holdout.yaml``, labelled blind to
+the set's labels) against the set's labels, with the same matching rule, and
+the extractor on the same items beside it: how far two people reading the
+same descriptions agree is the most any extractor can be expected to reach
+against one of them. Usage::
+
+    python -m bench.promise_eval [--dir tests/data/promises] [--misses | --agreement]
 """
 
 from __future__ import annotations
@@ -36,6 +43,11 @@ Extractor = Callable[[str, str], Sequence[ExtractedPromise]]
 DEV, HOLDOUT = "dev", "holdout"
 SPECIFIC_CATEGORIES = tuple(c for c in PromiseCategory if c is not PromiseCategory.functional)
 MISSES_REFUSED = "--misses lists dev misses only: the holdout is sealed while rules change"
+AGREEMENT_DIR = "agreement"  # a second labeller's promises, one file per split
+UNKNOWN_ITEM = (
+    "{path}: item {id!r} is not in the labelled set of split {split!r} "
+    "(label only items of that split's item files)"
+)
 _REPOSITORY = re.compile(r"^[^#!@]+")
 
 
@@ -255,15 +267,86 @@ def report(items: Sequence[LabelledItem], extractor: Extractor = extract_promise
     )
 
 
+class AgreementError(ValueError):
+    """A second labeller's file names an item the labelled set does not hold."""
+
+
+def load_second_labeller(
+    items: Sequence[LabelledItem], directory: Path = DEFAULT_DIR
+) -> dict[str, dict[str, tuple[LabelledPromise, ...]]]:
+    """Per split, the second labeller's promises by item id (only splits with a file)."""
+    by_split: dict[str, dict[str, tuple[LabelledPromise, ...]]] = {}
+    for split in (DEV, HOLDOUT):
+        path = directory / AGREEMENT_DIR / f"{split}.yaml"
+        if not path.exists():
+            continue
+        known = {i.id for i in items if i.split == split}
+        labels: dict[str, tuple[LabelledPromise, ...]] = {}
+        for raw in yaml.safe_load(path.read_text(encoding="utf-8")) or []:
+            if raw["id"] not in known:
+                raise AgreementError(UNKNOWN_ITEM.format(path=path.name, id=raw["id"], split=split))
+            labels[raw["id"]] = tuple(
+                LabelledPromise(PromiseCategory(p["category"]), p["quote"])
+                for p in raw["promises"] or ()
+            )
+        by_split[split] = labels
+    return by_split
+
+
+def _as_extracted(promises: Sequence[LabelledPromise]) -> list[ExtractedPromise]:
+    return [ExtractedPromise(category=p.category, quote=p.quote) for p in promises]
+
+
+def evaluate_labeller(
+    items: Sequence[LabelledItem], labels: dict[str, tuple[LabelledPromise, ...]]
+) -> Evaluation:
+    """The second labeller's promises scored as if they were extracted."""
+    evaluation = Evaluation(items=len(items))
+    for item in items:
+        extracted = _as_extracted(labels[item.id])
+        _score_promises(evaluation, item, extracted)
+        _score_pr(evaluation, item, extracted)
+    return evaluation
+
+
+def agreement_report(
+    items: Sequence[LabelledItem],
+    second: dict[str, dict[str, tuple[LabelledPromise, ...]]],
+    extractor: Extractor = extract_promises,
+) -> str:
+    """The second labeller against the set's labels, then the extractor on the same items."""
+    subsets = {
+        split: [i for i in items if i.split == split and i.id in second.get(split, {})]
+        for split in (DEV, HOLDOUT)
+    }
+    labeller = {s: evaluate_labeller(subsets[s], second.get(s, {})) for s in subsets}
+    extracted = {s: evaluate(subsets[s], extractor) for s in subsets}
+    return "\n\n".join(
+        (
+            render_side_by_side("second labeller vs the set's labels", *labeller.values()),
+            render_side_by_side("extractor vs the set's labels, same items", *extracted.values()),
+        )
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", type=Path, default=DEFAULT_DIR)
     parser.add_argument("--split", choices=[DEV, HOLDOUT, "all"], default="all")
     parser.add_argument("--misses", action="store_true", help="list dev false positives/negatives")
+    parser.add_argument(
+        "--agreement", action="store_true", help="a second labeller against the set's labels"
+    )
     args = parser.parse_args(argv)
     if args.misses and args.split != DEV:
         parser.error(MISSES_REFUSED)
     items = load_labelled_set(args.dir)
+    if args.agreement:
+        try:
+            print(agreement_report(items, load_second_labeller(items, args.dir)))
+        except AgreementError as error:
+            parser.error(str(error))
+        return 0
     print(report(items))
     if args.misses:
         print("\n" + "\n".join(evaluate([i for i in items if i.split == DEV]).misses))

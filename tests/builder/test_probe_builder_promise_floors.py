@@ -13,13 +13,17 @@ import re
 import pytest
 
 from bench.promise_eval import (
+    AGREEMENT_DIR,
     HOLDOUT,
     MISSES_REFUSED,
+    AgreementError,
     Evaluation,
     LabelledItem,
     LabelledPromise,
     evaluate,
+    evaluate_labeller,
     load_labelled_set,
+    load_second_labeller,
     main,
     overlap,
     render,
@@ -190,3 +194,33 @@ def test_misses_of_the_sealed_holdout_are_refused(split, capsys):
         main(["--split", split, "--misses"])
     assert exit_.value.code == 2
     assert MISSES_REFUSED in capsys.readouterr().err
+
+
+def test_the_second_labellers_files_name_only_items_of_their_split():
+    items = load_labelled_set()
+    second = load_second_labeller(items)
+    assert set(second) == {"dev", HOLDOUT}
+    assert len(second["dev"]) >= 40 and len(second[HOLDOUT]) >= 50
+
+
+def test_a_second_labeller_who_agrees_scores_one_and_one_who_labels_less_loses_recall():
+    item = _item("o/r#1", "d", (M, "cut peak memory"), (T, "2x faster decode"))
+    same = evaluate_labeller([item], {"o/r#1": item.promises})
+    fewer = evaluate_labeller([item], {"o/r#1": item.promises[:1]})
+    assert (same.total().precision, same.total().recall) == (1.0, 1.0)
+    assert (fewer.total().precision, fewer.total().recall) == (1.0, 0.5)
+    assert fewer.pr_level[T].recall == 0.0
+
+
+def test_a_second_labeller_naming_an_unknown_item_is_refused_with_the_file_and_id(tmp_path):
+    (tmp_path / AGREEMENT_DIR).mkdir()
+    (tmp_path / AGREEMENT_DIR / "dev.yaml").write_text("- id: o/r#9\n  promises: []\n")
+    with pytest.raises(AgreementError, match=r"dev.yaml: item 'o/r#9' is not in the labelled set"):
+        load_second_labeller([_item("o/r#1", "d")], tmp_path)
+
+
+def test_the_agreement_report_puts_the_labeller_beside_the_extractor(capsys):
+    assert main(["--agreement"]) == 0
+    out = capsys.readouterr().out
+    assert "== second labeller vs the set's labels: dev" in out
+    assert "== extractor vs the set's labels, same items" in out
