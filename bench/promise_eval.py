@@ -28,7 +28,7 @@ import argparse
 import re
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import yaml
@@ -314,17 +314,26 @@ def agreement_report(
     second: dict[str, dict[str, tuple[LabelledPromise, ...]]],
     extractor: Extractor = extract_promises,
 ) -> str:
-    """The second labeller against the set's labels, then the extractor on the same items."""
+    """The second labeller against the set's labels, then the extractor on the same items
+    against each of the two."""
     subsets = {
         split: [i for i in items if i.split == split and i.id in second.get(split, {})]
         for split in (DEV, HOLDOUT)
     }
     labeller = {s: evaluate_labeller(subsets[s], second.get(s, {})) for s in subsets}
     extracted = {s: evaluate(subsets[s], extractor) for s in subsets}
+    relabelled = {
+        s: evaluate(
+            [replace(i, promises=second[s][i.id]) for i in subsets[s]] if s in second else [],
+            extractor,
+        )
+        for s in subsets
+    }
     return "\n\n".join(
         (
             render_side_by_side("second labeller vs the set's labels", *labeller.values()),
             render_side_by_side("extractor vs the set's labels, same items", *extracted.values()),
+            render_side_by_side("extractor vs the second labeller", *relabelled.values()),
         )
     )
 

@@ -224,3 +224,4 @@ def test_the_agreement_report_puts_the_labeller_beside_the_extractor(capsys):
     out = capsys.readouterr().out
     assert "== second labeller vs the set's labels: dev" in out
     assert "== extractor vs the set's labels, same items" in out
+    assert "== extractor vs the second labeller" in out
