@@ -46,9 +46,12 @@ from probe_builder.promises.phrases import (
     NUMBER_TOKEN,
     PROBLEM_OPENING,
     PROBLEM_SECTIONS,
+    PURPOSE,
     QUANTITY,
     READOUT_GAIN,
     READOUT_PAIR,
+    RESTRUCTURE,
+    SCOPE_LIMIT,
     SOLUTION_OPENING,
     STATE_BEHAVIOUR,
     TEST_SECTIONS,
@@ -195,13 +198,25 @@ def _categories(sentence: Sentence) -> list[PromiseCategory]:
     return found
 
 
+def _restructure_only(text: str) -> bool:
+    """A change of the code's shape with no purpose said: it promises no behaviour."""
+    return (
+        bool(RESTRUCTURE.search(text.lstrip("*_ ")))
+        and not PURPOSE.search(text)
+        and not BEHAVIOUR_CLAIM.search(text)
+    )
+
+
 def _without_costs(text: str, found: list[PromiseCategory]) -> list[PromiseCategory]:
-    """A resource named only in the cost a sentence admits is not promised."""
-    cost = COST.search(text)
-    if cost is None:
-        return found
-    before = text[: cost.start()]
-    return [c for c in found if c not in RESOURCE_CATEGORIES or CUES[c].search(before) is not None]
+    """A resource named only in the cost a sentence admits is not promised, nor is anything
+    named only in the scope it admits ("... is only compatible with checkpoint load")."""
+    for caveat, spent in ((COST, RESOURCE_CATEGORIES), (SCOPE_LIMIT, tuple(PromiseCategory))):
+        match = caveat.search(text)
+        if match is None:
+            continue
+        before = text[: match.start()]
+        found = [c for c in found if c not in spent or CUES[c].search(before) is not None]
+    return found
 
 
 # Content words a sentence needs before the cost it admits to promise a behaviour of its own
@@ -211,6 +226,8 @@ COST_CLAUSE_WORDS = 4
 
 def _claims_behaviour(sentence: Sentence) -> bool:
     if LIMITATION.search(sentence.text):
+        return False
+    if _restructure_only(sentence.text):
         return False
     cost = COST.search(sentence.text)
     if cost is not None and len(content_words(sentence.text[: cost.start()])) < COST_CLAUSE_WORDS:

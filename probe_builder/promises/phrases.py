@@ -158,6 +158,7 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\bcuda[-_ ]?graphs?\b|(?<![a-z])cudagraph\w*|\b(piecewise|full) graphs?\b",
         r"\btorch\.compile\b|\bcompile mode\b|\bgraph (capture|replay)\b|\binductor\b",
         r"\benforce[_ ]eager\b|\beager (mode|execution)\b",
+        r"\b(cuda[- ]?)?graph(able|[- ]safe|[- ]capturable|[- ]compatible)\b|\bcapturable\b",
     ),
     PromiseCategory.numeric: rx(
         r"\bnumeric(al|ally|s)?\b|\bprecision\b|\bNaNs?\b|\binf\b|\boverflow\w*|\bunderflow\w*",
@@ -192,7 +193,8 @@ MEASURING = rx(
 )
 LIMITATION = re.compile(
     r"\b(might|may|could) not\b|\bnot (be )?(compatible|supported|applicable)\b"
-    r"|\bonly works (with|on|for|in|under)\b|\bneeds? to check\b",
+    r"|\bonly works (with|on|for|in|under)\b|\bneeds? to check\b"
+    r"|\b(is |are )?only (compatible|supported) (with|on|for|in|under|by)\b",
     re.I,
 )
 # A cost the change admits ("this may use more GPU memory", "at the cost of extra latency"):
@@ -203,6 +205,9 @@ COST = rx(
     r"\bat the (cost|expense) of\b",
     r"\b(comes|come) with (a |an |some )?(small |slight )?(cost|overhead)\b",
 )
+# What the change works with only: what it names after the phrase is its scope, not a promise
+# (unlike "may not fit in memory", which tells the problem the change fixes).
+SCOPE_LIMIT = rx(r"\b(is |are )?only (compatible|supported|works?) (with|on|for|in|under|by)\b")
 # A mode named in a body sentence is a promise only when the sentence says it works under it.
 MODE_CLAIM = rx(
     r"\b(support\w*|compatib\w*|works?|working|enabl\w*|fix\w*|under|scope|allow\w*|break\w*"
@@ -211,9 +216,10 @@ MODE_CLAIM = rx(
 # Sentences about the PR's tests, docs, examples or housekeeping: not promises.
 NOT_A_PROMISE = rx(
     r"^(we |this pr )?(add|adds|added|adding|update[sd]?|updating|fix(es|ed)?|use[sd]?|run|ran"
-    r"|running|write"
+    r"|running|write|refresh\w*|separat\w*|re-?enabl\w*|disabl\w*|skip\w*|regenerat\w*"
     r"|wrote|extend\w*|improv\w*|polish\w*|include[sd]?|document\w*)\b[^.]{0,50}"
-    r"\b(tests?|unit[- ]?tests?|test (suites?|cases?)|docs?|documentation|readme|docstrings?"
+    r"\b(tests?|unit[- ]?tests?|UTs?|test (suites?|cases?|harness)|golden values?|docs?"
+    r"|documentation|readme|docstrings?"
     r"|comments?|typos?|(example|sample) (yaml|scripts?|files?|configs?)|mathematical formulations?"
     r"|formulas?|benchmarks? scripts?)\b",
     r"^(rename|renames|renamed|renaming|polish|polishes|clean(s|ed)? up|cleanup|tidy|reorgani[sz]e"
@@ -342,6 +348,23 @@ FEATURE_VERB = re.compile(
 LISTED_COMPONENT = re.compile(
     r"^(`?[\w.]+`?\s*(\(\))?\s*:\s+\w|(a|an|new)\s+(new\s+|customi[sz]ed\s+|custom\s+)?`?\w)", re.I
 )
+# A change of the code's shape alone ("Refactor X into a mixin", "Extract the layout into a
+# classmethod", "Reduce boilerplate around ...", "Unify"): no behaviour is promised unless a
+# purpose follows ("... to support Y", "... so that ...") or a specific category applies.
+RESTRUCTURE = rx(
+    r"^(this (pr|change)\s+|we\s+)?(refactor\w*|restructur\w*|re-?organi[sz]\w*|modulari[sz]\w*"
+    r"|consolidat\w*|unif(y|ies|ied)|simplif(y|ies|ied)|decoupl\w*|extract\w*|separat\w*"
+    r"|mov(e|es|ed|ing))\b",
+    r"^[\w ./-]{0,30}\brefactor(ing)?\s*:|\bboilerplate\b|\bmore modular\b",
+)
+PURPOSE = rx(
+    r"\b(to|so (that|it|we)|in order to|which|that) (now )?(support|enabl|allow|avoid|fix|prevent"
+    r"|reduc|speed|improv|handl|work|accept|let|make|add)\w*",
+    r"\b(for|with) (better|faster|lower|less|fewer)\b|\binstead of\b",
+    r"\bto (cpu|gpu|host|device)\b",
+    r"\band (add|register|support|enabl|fix|expos|introduc|implement)\w*",
+    r"\bfrom\b[^.]{0,40}\bto\b",
+)
 # Claims without a leading verb: a new option, a default, what now works.
 BEHAVIOUR_CLAIM = rx(
     r"^(a |an )?new\b",
@@ -364,6 +387,9 @@ NAMED_INTERFACE = re.compile(
 DOCS_ONLY_TITLE = re.compile(
     r"\[(doc|docs|ci)\]|^\s*(doc|docs|ci|build)(\([^)]*\))?\s*:|\breadme\b|\bdocumentation\b"
     r"|\btypos?\b"
+    # the images and dependencies it is built with
+    r"|\bdocker\s*files?\b|\b(docker|container) (images?|versions?|builds?)\b|\bimage build\b"
+    r"|^\s*bump\b"
     # the project's process: who is on call, how review works
     r"|\b(on-?call|codeowners|review process|contributing guide|release notes)\b",
     re.I,

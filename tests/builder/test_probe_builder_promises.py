@@ -509,3 +509,66 @@ def test_a_sentence_about_tests_keeps_the_change_it_also_names():
     # a sentence of housekeeping alone is still no promise
     assert _body_categories("Add unit tests for the scheduler and the block pool.") == []
     assert _body_categories("Update the docs and the examples.") == []
+
+
+@pytest.mark.parametrize(
+    "title",
+    [
+        "Refactor the fused ops integration into a mixin",
+        "DDP refactoring: Extract the bucket layout into a classmethod",
+        "Reduce boilerplate around the storage client checks",
+        "Consolidate parser attributes into one class",
+        "make the actor config more modular",
+    ],
+)
+def test_a_change_of_the_codes_shape_alone_promises_nothing(title):
+    assert extract_promises(title, "") == []
+
+
+@pytest.mark.parametrize(
+    ("title", "category"),
+    [
+        # a purpose said, or a specific category: a rule dropping every refactor loses these
+        ("Refactor the rollout worker to support async generation", PromiseCategory.functional),
+        (
+            "Refactor the rollout from a single process to one process per GPU",
+            PromiseCategory.functional,
+        ),
+        ("Move the tensor bookkeeping to CPU", PromiseCategory.functional),
+        ("Refactor the loss to cut peak memory", PromiseCategory.memory),
+        ("Move and register the reward manager", PromiseCategory.functional),
+    ],
+)
+def test_a_restructure_with_a_purpose_still_promises_it(title, category):
+    assert [p.category for p in extract_promises(title, "")] == [category]
+
+
+def test_a_refactor_that_keeps_compatibility_promises_it():
+    body = "This refactoring maintains full backward compatibility with the rollout APIs."
+    assert _body_categories(body) == [PromiseCategory.functional]
+
+
+@pytest.mark.parametrize(
+    "title",
+    [
+        "Refresh the GB200 golden values",
+        "separate memory tests",
+        "Add moe layer perf UT.",
+        "Update Docker image version to 26.04-py3",
+        "add dockerfile of experimental images",
+        "Bump the NCCL pin",
+    ],
+)
+def test_test_maintenance_and_build_image_titles_promise_nothing(title):
+    assert extract_promises(title, "") == []
+
+
+def test_graph_jargon_names_the_cuda_graph_mode():
+    assert [p.category for p in extract_promises("Make last_token_logits graphable", "")] == [
+        PromiseCategory.mode
+    ]
+
+
+def test_what_a_change_is_only_compatible_with_is_a_limitation():
+    body = "The uneven layer split is only compatible with dist_ckpt save and load for now."
+    assert PromiseCategory.state not in _body_categories(body)
