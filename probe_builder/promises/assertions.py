@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
@@ -105,6 +105,7 @@ STRUCTURAL_ATTRS = {
     "is_leaf",
     "names",
 }
+KEY_CALLS = {"assertIn", "assertNotIn"}
 STRUCTURAL_CALLS = {
     "isinstance",
     "issubclass",
@@ -199,12 +200,23 @@ class AssertionProfile:
         return [a for a in self.assertions if a.path == test.path and a.test in names]
 
 
-def _observables(expr: ast.AST, taint: dict[str, set[Observable]]) -> set[Observable]:
+# What a file's helpers return a measurement of: by position in a returned tuple, or None
+# for the whole value.
+Returned = Mapping[str, Mapping[int | None, set[Observable]]]
+
+
+def _observables(
+    expr: ast.AST,
+    taint: dict[str, set[Observable]],
+    returned: Returned | None = None,
+) -> set[Observable]:
     found: set[Observable] = set()
     for node in ast.walk(expr):
         name = call_name(node) if isinstance(node, ast.Call) else None
         if name:
             found.update(obs for pattern, obs in OBSERVABLE_CALLS if pattern.search(name))
+            by_position = (returned or {}).get(name.rsplit(".", 1)[-1], {})
+            found.update(*by_position.values())
             if CALL_ASSERTS.match(name.rsplit(".", 1)[-1]):
                 found.add(Observable.calls)
         if isinstance(node, ast.Attribute) and node.attr in OBSERVABLE_ATTRS:
@@ -217,8 +229,9 @@ def _observables(expr: ast.AST, taint: dict[str, set[Observable]]) -> set[Observ
     return found
 
 
-def _taint(function: ast.AST) -> dict[str, set[Observable]]:
-    """Names bound (possibly through other names) from resource-observing expressions."""
+def _taint(function: ast.AST, returned: Returned | None = None) -> dict[str, set[Observable]]:
+    """Names bound (possibly through other names) from resource-observing expressions; of a
+    tuple a helper returns, only the names bound to its measured elements."""
     taint: dict[str, set[Observable]] = {}
     assigns = [
         n for n in ast.walk(function) if isinstance(n, ast.Assign | ast.AnnAssign | ast.AugAssign)
@@ -228,8 +241,13 @@ def _taint(function: ast.AST) -> dict[str, set[Observable]]:
             value = node.value
             if value is None:
                 continue
-            observed = _observables(value, taint)
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            unpacked = _unpacked(value, targets, returned or {})
+            if unpacked is not None:
+                for bound, measured in unpacked:
+                    taint.setdefault(bound, set()).update(measured)
+                continue
+            observed = _observables(value, taint, returned)
             for target in targets:
                 for sub in ast.walk(target):
                     name = dotted_name(sub) if isinstance(sub, ast.Name | ast.Attribute) else None
@@ -238,15 +256,73 @@ def _taint(function: ast.AST) -> dict[str, set[Observable]]:
     return taint
 
 
+def _helper_result(value: ast.AST, returned: Returned) -> Mapping[int | None, set[Observable]]:
+    name = call_name(value) if isinstance(value, ast.Call) else None
+    return returned.get(name.rsplit(".", 1)[-1], {}) if name else {}
+
+
+def _unpacked(
+    value: ast.AST, targets: Sequence[ast.AST], returned: Returned
+) -> list[tuple[str, set[Observable]]] | None:
+    """``logits, peak = run_step(...)`` where the helper returns a tuple: each name with what
+    its element measures. None when the assignment is not of that shape."""
+    by_position = _helper_result(value, returned)
+    if not by_position or None in by_position:
+        return None
+    if len(targets) != 1 or not isinstance(targets[0], ast.Tuple | ast.List):
+        return None
+    bound = []
+    for index, element in enumerate(targets[0].elts):
+        dotted = dotted_name(element) if isinstance(element, ast.Name | ast.Attribute) else None
+        if dotted and by_position.get(index):
+            bound.append((dotted, by_position[index]))
+    return bound
+
+
+def returned_observables(
+    functions: Mapping[str, ast.AST],
+) -> dict[str, dict[int | None, set[Observable]]]:
+    """What each function of a file returns a measurement of (a helper that runs a step and
+    returns ``torch.cuda.max_memory_allocated()``, or a time), through helpers it calls; of a
+    returned tuple, by position."""
+    returned: dict[str, dict[int | None, set[Observable]]] = {}
+    for _ in range(2):  # a helper returning another helper's measurement
+        for name, function in functions.items():
+            taint = _taint(function, returned)
+            found: dict[int | None, set[Observable]] = {}
+            for node in ast.walk(function):
+                if not isinstance(node, ast.Return) or node.value is None:
+                    continue
+                parts = (
+                    list(enumerate(node.value.elts))
+                    if isinstance(node.value, ast.Tuple)
+                    else [(None, node.value)]
+                )
+                for index, part in parts:
+                    passed = _helper_result(part, returned) if index is None else None
+                    if passed:  # ``return _run_step(...)``: the helper's tuple, as it is
+                        for position, observed in passed.items():
+                            found.setdefault(position, set()).update(observed)
+                        continue
+                    observed = _observables(part, taint, returned)
+                    if observed:
+                        found.setdefault(index, set()).update(observed)
+            if found:
+                returned[name.rsplit(".", 1)[-1]] = found
+    return returned
+
+
 def _names_called(expr: ast.AST) -> set[str]:
     return {n.rsplit(".", 1)[-1] for node in ast.walk(expr) if (n := call_name(node))}
 
 
 def classify(
-    expr: ast.AST, taint: dict[str, set[Observable]]
+    expr: ast.AST,
+    taint: dict[str, set[Observable]],
+    returned: Returned | None = None,
 ) -> tuple[AssertionKind, set[Observable]]:
     """Kind of an assertion whose checked expression (or call) is ``expr``."""
-    observed = _observables(expr, taint)
+    observed = _observables(expr, taint, returned)
     if observed:
         return AssertionKind.resource, observed
     called = _names_called(expr)
@@ -260,9 +336,31 @@ def classify(
         isinstance(n, ast.Compare) and any(isinstance(op, ast.Is | ast.IsNot) for op in n.ops)
         for n in ast.walk(expr)
     )
-    if attrs & STRUCTURAL_ATTRS or called & STRUCTURAL_CALLS or none_check:
+    if attrs & STRUCTURAL_ATTRS or called & STRUCTURAL_CALLS or none_check or _key_presence(expr):
         return AssertionKind.structural, set()
     return AssertionKind.functional, set()
+
+
+_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+
+
+def _key_presence(expr: ast.AST) -> bool:
+    """``"key" in result`` or ``assertIn("key", result)``: the key is there whatever its value
+    (a literal with spaces or punctuation is text looked for in an output, a value check)."""
+    if isinstance(expr, ast.Compare) and len(expr.ops) == 1:
+        left, op = expr.left, expr.ops[0]
+        return isinstance(op, ast.In | ast.NotIn) and _is_key(left)
+    if isinstance(expr, ast.Call) and (call_name(expr) or "").rsplit(".", 1)[-1] in KEY_CALLS:
+        return bool(expr.args) and _is_key(expr.args[0])
+    return False
+
+
+def _is_key(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and _KEY.fullmatch(node.value) is not None
+    )
 
 
 def _assertion_nodes(function: ast.AST) -> Iterable[tuple[ast.AST, ast.AST, bool]]:
@@ -487,17 +585,20 @@ def profile_source(
     sites: list[AssertionSite] = []
     functions: dict[str, ast.AST] = {}
     touched: list[tuple[str, ast.AST]] = []
-    for definition in iter_definitions(source.tree):
-        if not definition.is_function or any(
-            not isinstance(p, ast.ClassDef) for p in definition.parents
-        ):
-            continue  # nested helpers are profiled with their enclosing function
+    definitions = [
+        d
+        for d in iter_definitions(source.tree)
+        if d.is_function and all(isinstance(p, ast.ClassDef) for p in d.parents)
+    ]  # nested helpers are profiled with their enclosing function
+    for definition in definitions:
         functions[definition.qualname] = definition.node
         functions.setdefault(definition.node.name, definition.node)
+    returned = returned_observables(functions)
+    for definition in definitions:
         if added is not None and not set(definition.lines()) & added:
             continue
         touched.append((definition.qualname, definition.node))
-        sites.extend(_sites(source, definition.qualname, definition.node, added, module))
+        sites.extend(_sites(source, definition.qualname, definition.node, added, module, returned))
     asserting = {s.test for s in sites}
     called = {h for _, node in touched for h in _helpers_called(node, functions, "")}
     tests = []
@@ -537,15 +638,18 @@ def _sites(
     function: ast.AST,
     added: set[int] | None,
     module: dict[str, set[str]],
+    returned: Returned | None = None,
 ) -> list[AssertionSite]:
-    taint = _taint(function)
+    taint = _taint(function, returned)
     depends = dependencies(function, module)
     sites = []
     for node, expr, error_path in _assertion_nodes(function):
         line = node.lineno  # type: ignore[attr-defined]
         if added is not None and line not in added:
             continue
-        kind, observed = (AssertionKind.error_path, set()) if error_path else classify(expr, taint)
+        kind, observed = (
+            (AssertionKind.error_path, set()) if error_path else classify(expr, taint, returned)
+        )
         first = source.segment(node).splitlines()[0].strip()
         sites.append(
             AssertionSite(

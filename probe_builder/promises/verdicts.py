@@ -79,7 +79,10 @@ VALUE_KINDS = (
 
 
 # Existence checks: true of any value the code returns, so they check no promise.
-VACUOUS = re.compile(r"\bis not None\b|assertIsNotNone\(|\b(isinstance|hasattr|callable)\(")
+VACUOUS = re.compile(
+    r"\bis not None\b|assertIsNotNone\(|\b(isinstance|hasattr|callable)\("
+    r"|^assert\s+(['\"])[\w.-]+\2\s+in\b|assertIn\(\s*(['\"])[\w.-]+\3\s*,"
+)
 
 
 def _telling(sites: Sequence[AssertionSite]) -> list[AssertionSite]:

@@ -45,6 +45,11 @@ def _kinds(body: str) -> list[AssertionKind]:
         ("self.assertEqual(x, y)\n", AssertionKind.functional),
         ("self.assertAlmostEqual(x, y, places=3)\n", AssertionKind.numeric),
         ("self.assertRaises(KeyError, x)\n", AssertionKind.error_path),
+        # a key is there whatever its value; text looked for in an output is a value check
+        ('assert "aborted_count" in x\n', AssertionKind.structural),
+        ('self.assertIn("aborted_count", x)\n', AssertionKind.structural),
+        ('assert "request aborted" in x\n', AssertionKind.functional),
+        ("assert y in x\n", AssertionKind.functional),
     ],
 )
 def test_each_assertion_is_counted_by_kind(body, kind):
@@ -73,6 +78,40 @@ def test_resource_is_seen_through_names_bound_earlier_in_the_test():
     )
     assert [(a.kind, a.observables) for a in profile.assertions] == [
         (AssertionKind.resource, (Observable.time,)),
+        (AssertionKind.resource, (Observable.memory,)),
+    ]
+
+
+MEASURING_HELPER = """
+import torch
+
+
+def _run_step(model, batch):
+    torch.cuda.reset_peak_memory_stats()
+    logits = model(batch)
+    peak = torch.cuda.max_memory_allocated()
+    return logits, peak
+
+
+def _timed(model, batch):
+    return _run_step(model, batch)
+
+
+def test_offload_saves_memory(model, offloaded, batch):
+    base_logits, base_peak = _run_step(model, batch)
+    off_logits, off_peak = _timed(offloaded, batch)
+    assert torch.allclose(off_logits, base_logits)
+    assert off_peak < base_peak
+"""
+
+
+def test_a_measurement_a_helper_returns_is_seen_at_its_element_only():
+    # A profile blind to helpers misses the memory check; one that tainted the whole tuple
+    # would call the allclose on the logits a memory check.
+    profile = profile_source("tests/test_x.py", MEASURING_HELPER)
+    tested = [(a.kind, a.observables) for a in profile.assertions if a.test.startswith("test")]
+    assert tested == [
+        (AssertionKind.numeric, ()),
         (AssertionKind.resource, (Observable.memory,)),
     ]
 
