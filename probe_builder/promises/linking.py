@@ -273,3 +273,12 @@ def _names_a_linked(token: str, names: frozenset[str]) -> bool:
 
 def reaching_scripts(linked: Link, code: CodeUnderTest) -> list[TestScript]:
     return [s for s in code.scripts if any(_names_a_linked(t, linked.names) for t in s.tokens)]
+
+
+def nearby_scripts(linked: Link, code: CodeUnderTest) -> list[TestScript]:
+    """Launch scripts that set or name another changed symbol of a linked symbol's file: the
+    run they start goes through the file's changed code (an end-to-end resume run names the
+    trainer's new flags, not each method it calls)."""
+    files = {s.path for s in code.symbols if s.name in linked.names and s.path}
+    nearby = frozenset(s.name for s in code.symbols if s.path in files) - GENERIC_NAMES
+    return reaching_scripts(Link(nearby, linked.strong), code) if nearby else []

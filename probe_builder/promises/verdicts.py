@@ -37,6 +37,7 @@ from probe_builder.promises.linking import (
     TestScript,
     importing_tests,
     link,
+    nearby_scripts,
     nearby_tests,
     reaching_scripts,
     reaching_tests,
@@ -196,11 +197,13 @@ def _exercised_by(linked: Link, code: CodeUnderTest, tests: list[TestTraits]) ->
     nearby = nearby_tests(linked, code) if linked.strong else []
     importing = importing_tests(linked, code) if linked.strong else []
     scripts = reaching_scripts(linked, code)
+    beside = nearby_scripts(linked, code) if linked.strong else []
     reasons = (
         (tests, "run by {} without an assertion on what it promises"),
         (nearby, "{} use the code beside it; nothing asserts on it"),
         (importing, "{} use its module; nothing asserts on it"),
         (scripts, "run by {}, which asserts nothing on it"),
+        (beside, "{} run the code beside it and assert nothing on it"),
     )
     for found, reason in reasons:
         if found:

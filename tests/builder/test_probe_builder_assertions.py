@@ -463,6 +463,23 @@ def test_a_launch_script_that_sets_the_new_flag_exercises_the_promise(tmp_path):
     assert _verdict(PromiseCategory.time, quote, code) is PromiseVerdict.unchecked
 
 
+def test_a_launch_script_naming_another_change_of_the_same_file_exercises_the_promise():
+    from probe_builder.promises.linking import TestScript
+
+    symbols = (
+        changed_symbol("Trainer.resume_mode", None, "pkg/trainer.py"),
+        changed_symbol("Trainer._restore_optimizer_state", None, "pkg/trainer.py"),
+        changed_symbol("fused_kernel", None, "pkg/kern.py"),
+    )
+    script = TestScript("tests/e2e/run_resume.sh", frozenset({"resume_mode", "python"}))
+    code = CodeUnderTest(profile_source("tests/test_p.py", "x = 1\n"), symbols, (script,))
+    quote = "restore the optimizer state on resume"
+    assert _verdict(PromiseCategory.state, quote, code) is PromiseVerdict.exercised
+    # a script that names nothing of the promised code's file does not reach it
+    quote = "the fused kernel is faster"
+    assert _verdict(PromiseCategory.time, quote, code) is PromiseVerdict.unchecked
+
+
 MODULE_TEST = """
 from pkg.engine import run_all
 from other import helper
