@@ -152,6 +152,7 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         + r"|eliminat)\w*|fewer|less|no|without)"
         + _NEAR
         + r"(re-?serializ\w*|serializ\w*|pickl\w*|messages?|payloads?)\b",
+        r"\b(compact|compress\w*|smaller)\b[^.]{0,20}\b(serializ\w*|messages?|payloads?)\b",
     ),
     PromiseCategory.state: rx(*_STATE_BEHAVIOURS, *_STATE_OPERATIONS),
     PromiseCategory.mode: rx(
@@ -173,6 +174,10 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\bcorrectly all-?reduced\b|\breduce\b[^.]{0,20}\bloss\b[^.]{0,60}\bgroup\b",
         r"\baligns? with\b|\bmatch(es|ing)? (the )?(reference|baseline|bf16|fp32|hf|huggingface)\b",
         r"\b(fp32|bf16|fp16|fp8)\b[^.]{0,40}\b(reconstruct|accumulat|master)\w*",
+        r"\baccumulat\w*\b[^.]{0,30}\b(in|with) (fp32|bf16|fp16|float32|higher precision)\b",
+        r"\bmixed[- ]precisions?\b",
+        # which tokens count in the loss
+        r"\bloss(es)?\b[^.]{0,20}\b(mask\w*|padding)\b|\b(mask\w*|padding)\b[^.]{0,20}\bloss\b",
         r"\b(fix|correct|wrong|incorrect)\w*\b[^.]{0,30}\b(logprobs?|logits|accuracy|results?|outputs?"
         r"|values?|norms?)\b",
         r"\baccuracy (drop|issue|regression|degradation)\b|\brounding\b",

@@ -572,3 +572,21 @@ def test_graph_jargon_names_the_cuda_graph_mode():
 def test_what_a_change_is_only_compatible_with_is_a_limitation():
     body = "The uneven layer split is only compatible with dist_ckpt save and load for now."
     assert PromiseCategory.state not in _body_categories(body)
+
+
+@pytest.mark.parametrize(
+    "title",
+    [
+        "Fix the loss masking of image tokens in the packed batch",
+        "Exclude padding from the loss of the router",
+        "Accumulate the main grads in FP32 for the embedding only",
+        "Make the param all-gather work under mixed precision",
+    ],
+)
+def test_which_tokens_count_in_the_loss_and_the_precision_sums_run_in_are_numeric(title):
+    assert PromiseCategory.numeric in {p.category for p in extract_promises(title, "")}
+
+
+def test_a_more_compact_serialisation_is_a_traffic_promise():
+    categories = {p.category for p in extract_promises("Compact serialization of the events", "")}
+    assert PromiseCategory.traffic in categories
