@@ -85,12 +85,19 @@ _STOP = frozenset(
 )
 
 
+LEAD_IN_WORDS = 4  # "Change details:", "Key changes include:": a lead-in to a list
+
+
 def _is_promise_candidate(sentence: Sentence) -> bool:
     """Sentences about tests, docs or housekeeping, commands and test reports promise nothing."""
     text = sentence.text
-    # A heading names what follows ("New components", "Fix"); the sentences under it promise.
+    # A heading names what follows ("New components", "Fix", "Change details:"); the
+    # sentences under it promise. So does a question put to the reviewers.
     heading = sentence.origin is Origin.body and (
-        len(text.split()) < 2 or text.lower() == sentence.section
+        len(text.split()) < 2
+        or text.lower() == sentence.section
+        or (text.rstrip().endswith(":") and len(text.split()) <= LEAD_IN_WORDS)
+        or text.rstrip().endswith("?")
     )
     section = heading_name(sentence.section)
     return not (

@@ -88,6 +88,8 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\b(OOM|OOMs|out[- ]of[- ]memory)\b",
         r"\boffload(s|ed|ing)?\b",
         r"\b(kv[- ]?cache|cache) (memory|capacity)\b",
+        # a model that fits on fewer devices
+        r"\b(reduc\w*|lower\w*|fewer|less)\b[^.]{0,20}\b(minimum )?(number of )?(gpus|devices)\b",
     ),
     PromiseCategory.time: rx(
         r"\bspeed[- ]?ups?\b|\bspeeds? up\b|\bfaster\b|\baccelerat\w*|\bthroughput\b|\blatency\b",
@@ -195,6 +197,8 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
 MEASURING = rx(
     r"\b(log(s|ging|ged)?|logger|profil\w*|visuali[sz]\w*|monitor\w*|metrics?|trac(e|ing))\b",
     r"\bsnapshots? (dump|visuali)\w*",
+    r"\b(add|adds|added|report\w*|comput\w*|calculat\w*|estimat\w*)\b[^.]{0,15}\bmfu\b"
+    r"|\bflops? (calculation|estimat\w*|count\w*|accounting)\b",
 )
 LIMITATION = re.compile(
     r"\b(might|may|could) not\b|\bnot (be )?(compatible|supported|applicable)\b"
@@ -240,6 +244,9 @@ NOT_A_PROMISE = rx(
     r"\b(show|shows|showing|demonstrat\w*) (that|how)\b[^.]*\b(tests?|example)\b",
     r"^(add|adds|added|adding)\b[^.]{0,40}\bexamples? (to|that|for) (demonstrat|show|illustrat)\w*",
     r"^(for example|e\.g\.|example:|as per title|see (the )?(above|below|issue)|if not\b)",
+    # log output quoted in the description, and changes the author calls trivial
+    r"^\(?(triggered internally|traceback\b|\w*warning:|\w*error:)",
+    r"\btrivial (changes?|fix(es)?|edits?)\b",
     # how to turn it on: an instruction ("To use the resume option, set ...")
     r"^to (use|enable|try|run|reproduce|turn on|activate)\b[^.]{0,80}\b(set|add|pass|run|use"
     r"|specify|configure)\b",

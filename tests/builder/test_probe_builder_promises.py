@@ -590,3 +590,25 @@ def test_which_tokens_count_in_the_loss_and_the_precision_sums_run_in_are_numeri
 def test_a_more_compact_serialisation_is_a_traffic_promise():
     categories = {p.category for p in extract_promises("Compact serialization of the events", "")}
     assert PromiseCategory.traffic in categories
+
+
+def test_questions_lead_ins_and_quoted_log_lines_promise_nothing():
+    assert _body_categories("Can we keep the old flag for one more release?") == []
+    assert _body_categories("Change details:\n\n- Fix the planner's off-by-one.") == [
+        PromiseCategory.functional
+    ]
+    assert _body_categories("(Triggered internally at ../csrc/fallback.cpp:63.) repeated") == []
+    assert _body_categories("Make trivial changes for the new sglang release.") == []
+
+
+def test_fitting_on_fewer_gpus_is_memory_and_adding_mfu_is_measuring():
+    assert _body_categories("Reduce the minimum GPUs to 64 for the 600B model.") == [
+        PromiseCategory.memory
+    ]
+    assert _body_categories("Add MFU computation for the vision tower.") == [
+        PromiseCategory.functional
+    ]
+    # a higher MFU is a speed-up, not a measurement
+    assert PromiseCategory.time in _body_categories(
+        "Overlap the dispatch with compute, enabling higher MFU on large MoE models."
+    )
