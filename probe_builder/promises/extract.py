@@ -5,8 +5,10 @@ is matched against phrase patterns per category; a sentence may carry several
 specific categories (memory and mode, say), and is ``functional`` only when
 it claims behaviour and no specific category fits. Measuring or logging a
 resource is not a promise about it, and a stated limitation is not a promise;
-neither is an account of the code before the change ("Currently ...") or a
-benchmark's readout line.
+neither is an account of the code before the change ("Currently ..."), a
+benchmark's readout line, a cost or a scope the change admits ("may use more
+memory", "only compatible with ..."), or a change of the code's shape with no
+purpose said ("Refactor X into a mixin").
 The patterns are data tables; their precision and recall on a labelled set
 of real descriptions is printed by ``bench/promise_eval.py``.
 """
