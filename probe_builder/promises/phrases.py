@@ -105,7 +105,13 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         + r"(computation|compute|calculation|(?<!memory )overhead|cpu usage|sync\w*|stalls?"
         r"|bubbles?|launch\w*)s?\b",
         r"\bcpu usage\b[^.]{0,60}\breduc",
-        r"\b(concurrently|at the same time|in parallel with)\b|\bruns? ahead\b|\brunning ahead\b",
+        r"(?<!^)\b(concurrently|at the same time|in parallel with)\b|\bruns? ahead\b"
+        r"|\brunning ahead\b",
+        # the serving latencies, cut
+        r"\b(ttft|tpot|itl|time to first token|time per output token|inter-token latency)\b"
+        r"[^.]{0,30}\b(" + _REDUCE + r"|lower|improv|cut|drop|decreas)\w*",
+        r"\b(" + _REDUCE + r"|lower|improv|cut|decreas)\w*\b[^.]{0,30}"
+        r"\b(ttft|tpot|itl|time to first token|time per output token)\b",
         # work spread over workers, collectives on faster paths
         r"(?<!tensor )(?<!data )(?<!pipeline )(?<!expert )(?<!context )(?<!sequence )"
         r"\bparallel (\w+[- ]){0,3}(load|init)\w*",
@@ -162,6 +168,7 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\btorch\.compile\b|\bcompile mode\b|\bgraph (capture|replay)\b|\binductor\b",
         r"\benforce[_ ]eager\b|\beager (mode|execution)\b",
         r"\b(cuda[- ]?)?graph(able|[- ]safe|[- ]capturable|[- ]compatible)\b|\bcapturable\b",
+        r"\bpiece[- ]?wise (compil\w*|cuda[- ]?graphs?|graphs?)\b",
     ),
     PromiseCategory.numeric: rx(
         r"\bnumeric(al|ally|s)?\b|\bprecision\b|\bNaNs?\b|\binf\b|\boverflow\w*|\bunderflow\w*",
@@ -301,7 +308,10 @@ PROBLEM_SECTIONS = re.compile(
 # follow it in its section, describe the problem, until one turns to what the change does.
 PROBLEM_OPENING = rx(
     r"^(currently|previously|prior to (this|the) (change|pr)|before (this|the) (change|pr)"
-    r"|at the moment|right now|unfortunately)\b",
+    r"|at the moment|right now|unfortunately)\b"
+    # ... but "Currently, we support:" lists what the change does
+    r"(?!,?\s+(we|this (pr|change|patch)|the pr) (now |also )?(support|add|implement|provid|handl"
+    r"|allow|enabl|cover)\w*)",
     r"^however,? (there (is|are|was|were)|a |an |the |it |we |this (is|was|causes|leads))",
     r"^(after investigation,? )?the (root )?cause\b",
     r"^(the|this) (problem|issue|bug|reason) (is|was)\b",
@@ -312,6 +322,7 @@ SOLUTION_OPENING = rx(
     r"^(we|i) (now |instead |therefore )?(add|fix|introduc|implement|provid|chang|mov|replac"
     r"|remov|switch|mak|us|enabl|support|propos)\w*",
     r"^(to (fix|address|solve|resolve|avoid|mitigate)|instead|now|solution|fix)\b",
+    r",\s*this (pr|change|patch) (is|also|now|makes|adds|supports|keeps)\b",
     # "This disables ...", "It now adds ...": the change acting, not the old code's effect
     r"^(it|this) (now |also )?(?!(leads|led|causes|caused|results|means|happens|seems|is|was|has"
     r"|does|goes|gets|becomes)\b)[a-z]+s\b",

@@ -612,3 +612,36 @@ def test_fitting_on_fewer_gpus_is_memory_and_adding_mfu_is_measuring():
     assert PromiseCategory.time in _body_categories(
         "Overlap the dispatch with compute, enabling higher MFU on large MoE models."
     )
+
+
+def test_currently_we_support_lists_what_the_change_does():
+    body = "Currently, we support:\n\n- offload the model weights\n- discard the kv cache"
+    assert PromiseCategory.memory in _body_categories(body)
+    # the old code's account still goes
+    assert _body_categories("Currently the weights stay on the GPU and the memory grows.") == []
+
+
+def test_this_pr_after_a_comma_turns_to_the_change():
+    body = (
+        "Currently the allocator works on raw pointers.\n\n"
+        "Because the allocator is low-level, this PR is also compatible with CUDA graphs."
+    )
+    assert _body_categories(body) == [PromiseCategory.mode]
+
+
+def test_serving_latencies_cut_are_time_and_a_discourse_concurrently_is_not():
+    assert _body_categories("This cuts median TPOT by 7% on small models.") == [
+        PromiseCategory.time
+    ]
+    assert _body_categories("Concurrently, the scheduler reads the draft tokens.") != [
+        PromiseCategory.time
+    ]
+    assert _body_categories("The copy now runs concurrently with the forward pass.") == [
+        PromiseCategory.time
+    ]
+
+
+def test_piecewise_compilation_is_the_compile_mode():
+    assert _body_categories("Piece-wise compile now also works with the new backend.") == [
+        PromiseCategory.mode
+    ]
