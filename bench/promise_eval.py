@@ -323,10 +323,7 @@ def agreement_report(
     labeller = {s: evaluate_labeller(subsets[s], second.get(s, {})) for s in subsets}
     extracted = {s: evaluate(subsets[s], extractor) for s in subsets}
     relabelled = {
-        s: evaluate(
-            [replace(i, promises=second[s][i.id]) for i in subsets[s]] if s in second else [],
-            extractor,
-        )
+        s: evaluate([replace(i, promises=second[s][i.id]) for i in subsets[s]], extractor)
         for s in subsets
     }
     return "\n\n".join(

@@ -207,10 +207,11 @@ MEASURING = rx(
     r"\b(add|adds|added|report\w*|comput\w*|calculat\w*|estimat\w*)\b[^.]{0,15}\bmfu\b"
     r"|\bflops? (calculation|estimat\w*|count\w*|accounting)\b",
 )
+# What the change works with only ("is only compatible with dist_ckpt load").
+_ONLY_COMPATIBLE = r"\b(is |are )?only (compatible|supported) (with|on|for|in|under|by)\b"
 LIMITATION = re.compile(
     r"\b(might|may|could) not\b|\bnot (be )?(compatible|supported|applicable)\b"
-    r"|\bonly works (with|on|for|in|under)\b|\bneeds? to check\b"
-    r"|\b(is |are )?only (compatible|supported) (with|on|for|in|under|by)\b",
+    r"|\bonly works (with|on|for|in|under)\b|\bneeds? to check\b|" + _ONLY_COMPATIBLE,
     re.I,
 )
 # A cost the change admits ("this may use more GPU memory", "at the cost of extra latency"):
@@ -223,7 +224,7 @@ COST = rx(
 )
 # What the change works with only: what it names after the phrase is its scope, not a promise
 # (unlike "may not fit in memory", which tells the problem the change fixes).
-SCOPE_LIMIT = rx(r"\b(is |are )?only (compatible|supported|works?) (with|on|for|in|under|by)\b")
+SCOPE_LIMIT = rx(_ONLY_COMPATIBLE, r"\b(is |are )?only works? (with|on|for|in|under|by)\b")
 # A mode named in a body sentence is a promise only when the sentence says it works under it.
 MODE_CLAIM = rx(
     r"\b(support\w*|compatib\w*|works?|working|enabl\w*|fix\w*|under|scope|allow\w*|break\w*"
