@@ -6,8 +6,11 @@ calls, ``pytest.raises`` blocks) is counted by kind: error path, resource
 bound from such an API earlier in the same test), numeric (allclose and
 tolerances), structural (shape, dtype, attribute, type, None) or functional.
 Per test function the profile also records whether it drives one object
-through repeated calls and a reset (state), and whether it runs under graph
-capture/replay or ``torch.compile`` (mode). The tables of API names are data.
+through repeated calls and a reset (state), and whether it captures, replays
+or compiles, or switches such an option on (mode); a test reaches what it names
+in code, in an import-path string, or through a subclass its file defines, and
+an assertion depends on what a wrapper installed on an object, or a call made
+for its effect, did to that object. The tables of API names are data.
 """
 
 from __future__ import annotations
@@ -141,9 +144,15 @@ LOAD_NAMES = re.compile(
 )
 # Functions pytest calls around tests, or a file's private helpers: not entry points.
 FIXTURE = re.compile(r"^(_|setup|teardown|setUp|tearDown)")
-MODE_NAMES = re.compile(
-    r"torch\.compile|cuda\.graph|CUDAGraph|make_graphed_callables|capture_begin|\.replay$|cuda_?graph|_dynamo"
+# Calls that capture, replay or compile: the code after them runs under the mode.
+MODE_CALLS = re.compile(
+    r"^torch\.compile$|^(?!re\.|regex\.)[\w.]+\.compile$|cuda\.graph$|(^|\.)CUDAGraph$"
+    r"|make_graphed_callables|capture_begin|(^|[._])replay\w*$|_dynamo"
+    r"|(?i:(create|capture|build|record|make|warmup)\w*(cuda_?graph|cudagraph))"
 )
+# A setting that switches the mode on (``cuda_graph_impl="local"``, ``enable_cuda_graph=True``).
+MODE_SETTING = re.compile(r"cuda_?graph|cudagraph|compile", re.I)
+OFF_VALUES = frozenset({"", "none", "false", "off", "no", "eager"})
 COMM_NAMES = re.compile(
     r"all_reduce|allreduce|broadcast|all_gather|allgather|reduce_scatter|all_to_all|\bsend\b|\brecv\b|isend|irecv|p2p|transfer|sync_weights|update_weights|bucket"
 )
@@ -165,6 +174,7 @@ class AssertionSite:
     observables: tuple[Observable, ...]
     text: str  # first line of the assertion
     depends_on: frozenset[str] = frozenset()  # names its value is computed from
+    across_calls: bool = False  # compares the results of two calls of one method
 
 
 @dataclass(frozen=True)
@@ -176,7 +186,7 @@ class TestTraits:
     references: frozenset[str]  # every dotted name the function uses
     repeated_with_reset: bool  # one object: repeated calls, then a reset
     reset_line: int | None
-    under_mode: bool  # graph capture/replay or torch.compile
+    under_mode: bool  # captures, replays or compiles, or switches that option on
     talks_comm: bool  # mentions a communication primitive
     multi_rank: bool = False  # starts or joins a group of several ranks
     helpers: frozenset[str] = frozenset()  # functions of its own file it calls
@@ -333,7 +343,9 @@ def classify(
         return AssertionKind.numeric, set()
     attrs = {n.attr for n in ast.walk(expr) if isinstance(n, ast.Attribute)}
     none_check = any(
-        isinstance(n, ast.Compare) and any(isinstance(op, ast.Is | ast.IsNot) for op in n.ops)
+        isinstance(n, ast.Compare)
+        and any(isinstance(op, ast.Is | ast.IsNot) for op in n.ops)
+        and not _identity_value(n)
         for n in ast.walk(expr)
     )
     if attrs & STRUCTURAL_ATTRS or called & STRUCTURAL_CALLS or none_check or _key_presence(expr):
@@ -342,6 +354,15 @@ def classify(
 
 
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+
+
+def _identity_value(compare: ast.Compare) -> bool:
+    """``f(x) is True`` / ``is False``: the value a function returns for this input, not
+    whether something exists (``is None`` after a reset tells a state apart, no more)."""
+    if len(compare.ops) != 1 or not isinstance(compare.ops[0], ast.Is):
+        return False
+    right = compare.comparators[0]
+    return isinstance(right, ast.Constant) and isinstance(right.value, bool)
 
 
 def _key_presence(expr: ast.AST) -> bool:
@@ -396,6 +417,34 @@ def _state_trait(function: ast.AST) -> tuple[bool, int | None]:
     return False, None
 
 
+def _switched_on(value: ast.AST) -> bool:
+    """A setting's value that turns something on (a variable may: a parameter of the test)."""
+    if not isinstance(value, ast.Constant):
+        return True
+    if isinstance(value.value, str):
+        return value.value.strip().lower() not in OFF_VALUES
+    return bool(value.value)
+
+
+def switches_mode(function: ast.AST) -> bool:
+    """The function captures, replays or compiles, or sets a graph/compile option on: a
+    test that only reads graph bookkeeping (padding sizes, a lookup table) runs eagerly."""
+    for node in ast.walk(function):
+        if isinstance(node, ast.Call):
+            if MODE_CALLS.search(call_name(node) or ""):
+                return True
+            for keyword in node.keywords:
+                if keyword.arg and MODE_SETTING.search(keyword.arg) and _switched_on(keyword.value):
+                    return True
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                name = target.attr if isinstance(target, ast.Attribute) else None
+                name = target.id if isinstance(target, ast.Name) else name
+                if name and MODE_SETTING.search(name) and _switched_on(node.value):
+                    return True
+    return False
+
+
 def _round_trip_line(function: ast.AST) -> int | None:
     """The line of the first load-like call after a save-like call, if any."""
     calls = sorted(
@@ -411,6 +460,11 @@ def _round_trip_line(function: ast.AST) -> int | None:
     return None
 
 
+# A string that spells an import path (a Hydra ``_target_``, a registry's ``class_name``):
+# whatever it names is built from it.
+IMPORT_PATH = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+
+
 def _references(function: ast.AST) -> frozenset[str]:
     names = set()
     for node in ast.walk(function):
@@ -418,7 +472,33 @@ def _references(function: ast.AST) -> frozenset[str]:
             dotted = dotted_name(node)
             if dotted:
                 names.add(dotted)
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and IMPORT_PATH.fullmatch(node.value)
+        ):
+            names.add(node.value)
     return frozenset(names)
+
+
+def class_bases(tree: ast.Module) -> dict[str, frozenset[str]]:
+    """For each class a file defines, the names its bases are built from, through the
+    file's other classes (a test's ``class Probe(Changed)`` runs ``Changed``)."""
+    direct = {
+        node.name: frozenset(n for base in node.bases for n in _parts(base))
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ClassDef)
+    }
+    closed: dict[str, frozenset[str]] = {}
+    for name in direct:
+        seen, todo = set(), [name]
+        while todo:
+            for base in direct.get(todo.pop(), ()):
+                if base not in seen:
+                    seen.add(base)
+                    todo.append(base)
+        closed[name] = frozenset(seen)
+    return closed
 
 
 def _parts(expr: ast.AST) -> set[str]:
@@ -435,6 +515,7 @@ def _parts(expr: ast.AST) -> set[str]:
 def _bindings(function: ast.AST) -> list[tuple[set[str], ast.AST]]:
     """(names bound, the expression they are bound from) for every binding in ``function``."""
     found: list[tuple[set[str], ast.AST]] = []
+    given = _given_at_construction(function)
     for node in ast.walk(function):
         if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign) and node.value is not None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -446,8 +527,51 @@ def _bindings(function: ast.AST) -> list[tuple[set[str], ast.AST]]:
         elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
             func = node.value.func  # obj.update(x): obj now depends on update and x
             if isinstance(func, ast.Attribute):
-                found.append((_parts(func.value), node.value))
+                # ...and what obj was built around: wrapper.install() patches the wrapped
+                receiver = func.value.id if isinstance(func.value, ast.Name) else ""
+                found.append((_parts(func.value) | given.get(receiver, set()), node.value))
+            else:  # patch(model): a call for its effect acts on what it is given
+                found.append((_argument_names(node.value), func))
     return found
+
+
+def _given_at_construction(function: ast.AST) -> dict[str, set[str]]:
+    """For each name bound from a call, the names passed to that call."""
+    found: dict[str, set[str]] = {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    found.setdefault(target.id, set()).update(_argument_names(node.value))
+    return found
+
+
+def _argument_names(call: ast.Call) -> set[str]:
+    values = [*call.args, *(k.value for k in call.keywords)]
+    return {v.id for v in values if isinstance(v, ast.Name)}
+
+
+def _call_results(function: ast.AST) -> dict[str, set[str]]:
+    """For each name bound from a method call (``out = obj.step(x)``), the receiver and the
+    method: ``{"out": {"obj.step"}}``."""
+    found: dict[str, set[str]] = {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            func = node.value.func
+            if not isinstance(func, ast.Attribute):
+                continue
+            callee = dotted_name(func)
+            for target in node.targets:
+                if isinstance(target, ast.Name) and callee:
+                    found.setdefault(target.id, set()).add(callee)
+    return found
+
+
+def _across_calls(expr: ast.AST, results: Mapping[str, set[str]]) -> bool:
+    """The assertion uses two results of one method on one receiver: a later call is
+    compared with an earlier one (what a cache or a reused state must give)."""
+    callees = Counter(c for name in _parts(expr) for c in results.get(name, ()))
+    return any(n >= 2 for n in callees.values())
 
 
 def dependencies(
@@ -516,10 +640,15 @@ def _traits(
     helpers: frozenset[str],
     module: dict[str, set[str]] | None = None,
     imports: dict[str, frozenset[str]] | None = None,
+    bases: Mapping[str, frozenset[str]] | None = None,
 ) -> TestTraits:
     references = _references(function)
     if module:
         references |= {d for r in references for d in module.get(r, ())}
+    if bases:
+        owner = qualname.split(".")[:-1]
+        used = {part for r in references for part in r.split(".")} | set(owner)
+        references |= {b for name in used for b in bases.get(name, ())}
     repeated, reset_line = _state_trait(function)
     joined = " ".join(sorted(references))
     return TestTraits(
@@ -529,7 +658,7 @@ def _traits(
         references=references,
         repeated_with_reset=repeated,
         reset_line=reset_line,
-        under_mode=MODE_NAMES.search(joined) is not None,
+        under_mode=switches_mode(function),
         talks_comm=COMM_NAMES.search(joined) is not None,
         multi_rank=MULTI_RANK_NAMES.search(joined) is not None,
         helpers=helpers,
@@ -563,7 +692,7 @@ def _merged(traits: TestTraits, helpers: Sequence[TestTraits]) -> TestTraits:
         traits,
         references=references,
         modules=traits.modules.union(*(h.modules for h in helpers)),
-        under_mode=MODE_NAMES.search(joined) is not None,
+        under_mode=traits.under_mode or any(h.under_mode for h in helpers),
         talks_comm=COMM_NAMES.search(joined) is not None,
         multi_rank=MULTI_RANK_NAMES.search(joined) is not None,
     )
@@ -582,6 +711,7 @@ def profile_source(
     added = None if added_lines is None else set(added_lines)
     module = module_dependencies(source.tree)
     imports = imported_modules(source.tree)
+    bases = class_bases(source.tree)
     sites: list[AssertionSite] = []
     functions: dict[str, ast.AST] = {}
     touched: list[tuple[str, ast.AST]] = []
@@ -608,9 +738,10 @@ def profile_source(
         if not (name.startswith("test") or qualname in asserting or entry):
             continue
         helpers = _helpers_called(node, functions, qualname)
-        own = _traits(path, qualname, node, helpers, module, imports)
+        own = _traits(path, qualname, node, helpers, module, imports, bases)
         used = [
-            _traits(path, h, functions[h], frozenset(), module, imports) for h in sorted(helpers)
+            _traits(path, h, functions[h], frozenset(), module, imports, bases)
+            for h in sorted(helpers)
         ]
         tests.append(_merged(own, used))
     return AssertionProfile(tuple(_through_helpers(sites, functions, module)), tuple(tests))
@@ -642,6 +773,7 @@ def _sites(
 ) -> list[AssertionSite]:
     taint = _taint(function, returned)
     depends = dependencies(function, module)
+    results = _call_results(function)
     sites = []
     for node, expr, error_path in _assertion_nodes(function):
         line = node.lineno  # type: ignore[attr-defined]
@@ -660,6 +792,7 @@ def _sites(
                 tuple(sorted(observed)),
                 first,
                 depends_on(expr, depends),
+                _across_calls(expr, results),
             )
         )
     return sites

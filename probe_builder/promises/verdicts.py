@@ -9,8 +9,9 @@ most ``exercised``. ``checked`` needs an added assertion on the promise's
 observable: memory promises an assertion that reads a memory API, time
 promises a timer, traffic promises counted bytes or calls in a test that
 talks to a communication primitive, state promises a value asserted after a
-reset of a repeatedly used object or after a save and a load, mode promises
-an assertion in a test under graph capture/replay or ``torch.compile``,
+reset of a repeatedly used object or after a save and a load, or a later
+call's result compared with an earlier one's, mode promises an assertion in a
+test that captures, replays or compiles (or switches that option on),
 numeric promises a tolerance or allclose assertion, functional promises a
 value, error or call assertion. ``exercised``: the tests (or a launch script
 of the test patch) run the code but do not assert that; ``unchecked``: no
@@ -111,7 +112,11 @@ def _traffic(test: TestTraits, sites: list[AssertionSite]) -> AssertionSite | No
 
 
 def _state(test: TestTraits, sites: list[AssertionSite]) -> AssertionSite | None:
-    """A value asserted after a reset of a repeatedly used object, or after a save-load."""
+    """A value asserted after a reset of a repeatedly used object, or after a save-load, or
+    a later call's result compared with an earlier one's."""
+    across = _first(_telling([s for s in sites if s.across_calls and s.test == test.name]))
+    if across is not None:
+        return across
     starts = [test.round_trip_line]
     if test.repeated_with_reset:
         starts.append(test.reset_line)

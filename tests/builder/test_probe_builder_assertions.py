@@ -639,3 +639,142 @@ def test_verdict_bench_prints_dev_misses_beside_the_table(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "agreement            1.00   1/1" in out
     assert "'checked' right" in out
+
+
+@pytest.mark.parametrize(
+    ("body", "kind"),
+    [
+        ("assert m(x) is True\n", AssertionKind.functional),  # what m returns for x
+        ("assert m(x) is False\n", AssertionKind.functional),
+        ("assert m(x) is None\n", AssertionKind.structural),  # tells a state apart, no more
+        ("assert m(x) is not None\n", AssertionKind.structural),
+    ],
+)
+def test_a_result_compared_by_identity_with_a_constant_is_a_value(body, kind):
+    assert _kinds(body) == [kind]
+
+
+GRAPH_BOOKKEEPING = """
+from pkg import Engine
+
+
+def test_padding_matches_a_graph_size():
+    engine = Engine({setting})
+    sizes = engine.cuda_graph_batch_sizes
+    assert engine.padded_size(3) == sizes[0]
+"""
+
+
+@pytest.mark.parametrize(
+    ("setting", "verdict"),
+    [
+        ("", PromiseVerdict.exercised),  # reads graph bookkeeping, runs eagerly
+        ('cuda_graph_impl="local"', PromiseVerdict.checked),
+        ("enable_cuda_graph=True", PromiseVerdict.checked),
+        ("enable_cuda_graph=False", PromiseVerdict.exercised),
+        ('cuda_graph_impl="none"', PromiseVerdict.exercised),
+    ],
+)
+def test_a_mode_promise_needs_a_test_that_switches_the_mode_on(setting, verdict):
+    code = _code(GRAPH_BOOKKEEPING.format(setting=setting), "Engine")
+    assert _verdict(PromiseCategory.mode, "Engine pads to a CUDA graph size", code) is verdict
+
+
+def test_a_regular_expression_compiled_in_a_test_is_not_torch_compile():
+    source = (
+        "import re\n\ndef test_x(m):\n    pattern = re.compile('a')\n    assert m(pattern) == 1\n"
+    )
+    profile = profile_source("tests/test_p.py", source)
+    assert not profile.tests[0].under_mode
+
+
+@pytest.mark.parametrize(
+    ("second", "verdict"),
+    [
+        ("later = skip.generate(batch)", PromiseVerdict.checked),  # the same call again
+        ("later = skip.regenerate(batch)", PromiseVerdict.exercised),  # another method
+    ],
+)
+def test_a_later_call_compared_with_an_earlier_one_checks_state(second, verdict):
+    source = f"""
+    from pkg import RolloutSkip
+
+
+    def test_second_run_reuses_the_dump(batch):
+        skip = RolloutSkip(batch)
+        first = skip.generate(batch)
+        {second}
+        assert later == first
+    """
+    code = _code(source, "RolloutSkip")
+    assert _verdict(PromiseCategory.state, "RolloutSkip reuses the dumped rollout", code) is (
+        verdict
+    )
+
+
+@pytest.mark.parametrize(
+    ("install", "verdict"),
+    [
+        ("skip.wrap_generate()", PromiseVerdict.checked),  # patches the worker it was given
+        ("", PromiseVerdict.exercised),  # built, never installed: the worker is untouched
+    ],
+)
+def test_a_wrapper_installed_on_an_object_reaches_what_the_object_returns(install, verdict):
+    source = f"""
+    from pkg import RolloutSkip
+
+
+    def test_wrapped_worker_returns_the_dump(config, worker):
+        skip = RolloutSkip(config, worker)
+        {install}
+        result = worker.generate()
+        assert result == 3
+    """
+    code = _code(source, "RolloutSkip")
+    assert _verdict(PromiseCategory.functional, "RolloutSkip returns the dump", code) is verdict
+
+
+@pytest.mark.parametrize(
+    ("call", "verdict"),
+    [
+        ("apply_fused_kernels(model)", PromiseVerdict.checked),  # called for its effect
+        ("kernels = apply_fused_kernels(None)", PromiseVerdict.exercised),
+    ],
+)
+def test_a_call_for_its_effect_acts_on_what_it_is_given(call, verdict):
+    source = f"""
+    from pkg import apply_fused_kernels
+
+
+    def test_patched_model(model, x):
+        {call}
+        out = model(x)
+        assert out == 2
+    """
+    code = _code(source, "apply_fused_kernels")
+    assert _verdict(PromiseCategory.functional, "apply_fused_kernels patches", code) is verdict
+
+
+@pytest.mark.parametrize(
+    ("target", "verdict"),
+    [
+        ('"tests.test_p.ProbeLoop"', PromiseVerdict.exercised),  # runs the subclass
+        ('"tests.test_p.OtherLoop"', PromiseVerdict.unchecked),
+    ],
+)
+def test_a_subclass_named_by_its_import_path_reaches_its_base(target, verdict):
+    source = f"""
+    from pkg import ReactAgentLoop, run_agents
+
+
+    class ProbeLoop(ReactAgentLoop):
+        pass
+
+
+    def test_agent_loop():
+        config = {{"_target_": {target}}}
+        result = run_agents(config)
+        assert len(result) == 2
+    """
+    code = _code(source, "ReactAgentLoop")
+    assert _verdict(PromiseCategory.functional, "add a ReactAgentLoop", code) is verdict
