@@ -97,6 +97,7 @@ NUMERIC_CALLS = {
     "assertNotAlmostEqual",
     "assert_equal",
 }
+NOT_CLOSE_CALLS = {"assertNotAlmostEqual", "assert_not_close"}
 STRUCTURAL_ATTRS = {
     "shape",
     "dtype",
@@ -340,6 +341,8 @@ def classify(
         k.arg for node in ast.walk(expr) if isinstance(node, ast.Call) for k in node.keywords
     }
     if called & NUMERIC_CALLS or keywords & {"atol", "rtol", "rel", "abs", "places", "delta"}:
+        if _only_differs(expr):
+            return AssertionKind.functional, set()  # something changed, not how close it is
         return AssertionKind.numeric, set()
     attrs = {n.attr for n in ast.walk(expr) if isinstance(n, ast.Attribute)}
     none_check = any(
@@ -363,6 +366,14 @@ def _identity_value(compare: ast.Compare) -> bool:
         return False
     right = compare.comparators[0]
     return isinstance(right, ast.Constant) and isinstance(right.value, bool)
+
+
+def _only_differs(expr: ast.AST) -> bool:
+    """``not torch.allclose(a, b)`` or ``assertNotAlmostEqual``: two values differ, which
+    any change to either gives; no tolerance bounds a result."""
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
+        return True
+    return (call_name(expr) or "").rsplit(".", 1)[-1] in NOT_CLOSE_CALLS
 
 
 def _key_presence(expr: ast.AST) -> bool:

@@ -9,8 +9,9 @@ most ``exercised``. ``checked`` needs an added assertion on the promise's
 observable: memory promises an assertion that reads a memory API, time
 promises a timer, traffic promises counted bytes or calls in a test that
 talks to a communication primitive, state promises a value asserted after a
-reset of a repeatedly used object or after a save and a load, or a later
-call's result compared with an earlier one's, mode promises an assertion in a
+reset of a repeatedly used object or after a save and a load (or, for state
+kept across calls rather than changed, a later call's result compared with an
+earlier one's), mode promises an assertion in a
 test that captures, replays or compiles (or switches that option on),
 numeric promises a tolerance or allclose assertion, functional promises a
 value, error or call assertion. ``exercised``: the tests (or a launch script
@@ -112,11 +113,7 @@ def _traffic(test: TestTraits, sites: list[AssertionSite]) -> AssertionSite | No
 
 
 def _state(test: TestTraits, sites: list[AssertionSite]) -> AssertionSite | None:
-    """A value asserted after a reset of a repeatedly used object, or after a save-load, or
-    a later call's result compared with an earlier one's."""
-    across = _first(_telling([s for s in sites if s.across_calls and s.test == test.name]))
-    if across is not None:
-        return across
+    """A value asserted after a reset of a repeatedly used object, or after a save-load."""
     starts = [test.round_trip_line]
     if test.repeated_with_reset:
         starts.append(test.reset_line)
@@ -125,6 +122,28 @@ def _state(test: TestTraits, sites: list[AssertionSite]) -> AssertionSite | None
         return None
     after = [s for s in sites if s.line > min(lines) and s.test == test.name]
     return _first(_telling(after))
+
+
+def _state_across_calls(test: TestTraits, sites: list[AssertionSite]) -> AssertionSite | None:
+    """For state kept across calls (a cache, a reused result): also a later call's result
+    compared with an earlier one's."""
+    across = _first(_telling([s for s in sites if s.across_calls and s.test == test.name]))
+    return across if across is not None else _state(test, sites)
+
+
+# A state promise about a change of state (a reset, an invalidation, a save and a load):
+# two calls agreeing says nothing about it, only a value after the change does.
+CHANGE_OF_STATE = re.compile(
+    r"\b(reset\w*|invalidat\w*|clear\w*|evict\w*|refresh\w*|refit\w*|flush\w*|restart\w*"
+    r"|resum\w*|reload\w*|sav(e|es|ed|ing)|load\w*|restor\w*|checkpoint\w*|updat\w*|stale)\b",
+    re.I,
+)
+
+
+def _rule(promise: ExtractedPromise) -> Rule:
+    if promise.category is PromiseCategory.state and not CHANGE_OF_STATE.search(promise.quote):
+        return _state_across_calls
+    return RULES[promise.category]
 
 
 def _mode(test: TestTraits, sites: list[AssertionSite]) -> AssertionSite | None:
@@ -184,7 +203,7 @@ def _checking_site(
 ) -> tuple[TestTraits, AssertionSite] | None:
     if not linked.strong:
         return None  # weak evidence: the tests may run the code, they do not check the promise
-    rule = RULES[promise.category]
+    rule = _rule(promise)
     for test in tests:
         if not _may_check(promise, test):
             continue

@@ -101,7 +101,11 @@ def test_each_planted_gap_is_found_and_closed_by_its_probe(
     table = result.table
     promised = [p for p in table.promises if p.category == pr.category]
     assert promised, f"#{number}: no {pr.category} promise extracted"
-    assert all(p.verdict != PromiseVerdict.checked for p in promised)
+    # The planted promise is the one its tests miss; another promise of its category that
+    # they do check (#15's tests compare a repeated prompt's two results) may be checked.
+    planted_promise = [p for p in promised if pr.promise.lower() in p.quote.lower()]
+    assert planted_promise, f"#{number}: {pr.promise!r} not extracted"
+    assert all(p.verdict != PromiseVerdict.checked for p in planted_promise)
 
     survivors = [a for a in table.adversarials if a.survives_original]
     assert survivors, f"#{number}: no mechanical mutant survives the PR's own tests"

@@ -712,6 +712,24 @@ def test_a_later_call_compared_with_an_earlier_one_checks_state(second, verdict)
     )
 
 
+def test_two_calls_agreeing_do_not_check_a_promised_reset():
+    # A cache hit between two calls says nothing about the cache being cleared on reset.
+    source = """
+    from pkg import RolloutEngine
+
+
+    def test_repeated_prompt_hits_the_cache(prompt):
+        engine = RolloutEngine()
+        first = engine.generate(prompt)
+        second = engine.generate(prompt)
+        assert second == first
+    """
+    code = _code(source, "RolloutEngine")
+    reused = _verdict(PromiseCategory.state, "RolloutEngine reuses the cached prefix", code)
+    reset = _verdict(PromiseCategory.state, "RolloutEngine's cache is invalidated on reset", code)
+    assert (reused, reset) == (PromiseVerdict.checked, PromiseVerdict.exercised)
+
+
 @pytest.mark.parametrize(
     ("install", "verdict"),
     [
@@ -778,3 +796,15 @@ def test_a_subclass_named_by_its_import_path_reaches_its_base(target, verdict):
     """
     code = _code(source, "ReactAgentLoop")
     assert _verdict(PromiseCategory.functional, "add a ReactAgentLoop", code) is verdict
+
+
+@pytest.mark.parametrize(
+    ("body", "kind"),
+    [
+        ("assert torch.allclose(x, y)\n", AssertionKind.numeric),
+        ("assert not torch.allclose(x, y)\n", AssertionKind.functional),  # only: they differ
+        ("self.assertNotAlmostEqual(x, y, places=3)\n", AssertionKind.functional),
+    ],
+)
+def test_values_that_only_differ_are_not_a_numeric_check(body, kind):
+    assert _kinds(body) == [kind]
