@@ -546,14 +546,20 @@ def _bindings(function: ast.AST) -> list[tuple[set[str], ast.AST]]:
     return found
 
 
-def _given_at_construction(function: ast.AST) -> dict[str, set[str]]:
-    """For each name bound from a call, the names passed to that call."""
-    found: dict[str, set[str]] = {}
+def _bound_from_calls(function: ast.AST) -> Iterable[tuple[str, ast.Call]]:
+    """(name, call) for every ``name = call(...)`` in ``function``."""
     for node in ast.walk(function):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
             for target in node.targets:
                 if isinstance(target, ast.Name):
-                    found.setdefault(target.id, set()).update(_argument_names(node.value))
+                    yield target.id, node.value
+
+
+def _given_at_construction(function: ast.AST) -> dict[str, set[str]]:
+    """For each name bound from a call, the names passed to that call."""
+    found: dict[str, set[str]] = {}
+    for name, call in _bound_from_calls(function):
+        found.setdefault(name, set()).update(_argument_names(call))
     return found
 
 
@@ -566,15 +572,10 @@ def _call_results(function: ast.AST) -> dict[str, set[str]]:
     """For each name bound from a method call (``out = obj.step(x)``), the receiver and the
     method: ``{"out": {"obj.step"}}``."""
     found: dict[str, set[str]] = {}
-    for node in ast.walk(function):
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
-            func = node.value.func
-            if not isinstance(func, ast.Attribute):
-                continue
-            callee = dotted_name(func)
-            for target in node.targets:
-                if isinstance(target, ast.Name) and callee:
-                    found.setdefault(target.id, set()).add(callee)
+    for name, call in _bound_from_calls(function):
+        callee = dotted_name(call.func) if isinstance(call.func, ast.Attribute) else None
+        if callee:
+            found.setdefault(name, set()).add(callee)
     return found
 
 

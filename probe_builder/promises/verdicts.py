@@ -11,12 +11,12 @@ promises a timer, traffic promises counted bytes or calls in a test that
 talks to a communication primitive, state promises a value asserted after a
 reset of a repeatedly used object or after a save and a load (or, for state
 kept across calls rather than changed, a later call's result compared with an
-earlier one's), mode promises an assertion in a
-test that captures, replays or compiles (or switches that option on),
-numeric promises a tolerance or allclose assertion, functional promises a
-value, error or call assertion. ``exercised``: the tests (or a launch script
-of the test patch) run the code but do not assert that; ``unchecked``: no
-added test reaches it. The rules are a table.
+earlier one's), mode promises an assertion in a test that captures, replays or
+compiles (or switches that option on), numeric promises a tolerance or allclose
+assertion, functional promises a value, error or call assertion.
+``exercised``: the tests (or a launch script of the test patch) run the code
+but do not assert that; ``unchecked``: no added test reaches it. The rules are
+a table.
 """
 
 from __future__ import annotations
