@@ -17,9 +17,14 @@ splits (``agreement/dev.yaml``, ``agreement/holdout.yaml``, labelled blind to
 the set's labels) against the set's labels, with the same matching rule, and
 the extractor on the same items beside it: how far two people reading the
 same descriptions agree is the most any extractor can be expected to reach
-against one of them. Usage::
+against one of them.
 
-    python -m bench.promise_eval [--dir tests/data/promises] [--misses | --agreement]
+``--file NAME`` scores the items of one item file alone: a batch labelled
+blind is measured this way once, before any rule reads it, and that first
+figure is the extractor's on PRs nobody tuned it on. Usage::
+
+    python -m bench.promise_eval [--dir tests/data/promises] [--file NAME]
+        [--misses | --agreement]
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ DEV, HOLDOUT = "dev", "holdout"
 SPECIFIC_CATEGORIES = tuple(c for c in PromiseCategory if c is not PromiseCategory.functional)
 MISSES_REFUSED = "--misses lists dev misses only: the holdout is sealed while rules change"
 AGREEMENT_DIR = "agreement"  # a second labeller's promises, one file per split
+UNKNOWN_FILE = "--file {name}: no such item file in {directory} (name one of: {known})"
 UNKNOWN_ITEM = (
     "{path}: item {id!r} is not in the labelled set of split {split!r} "
     "(label only items of that split's item files)"
@@ -113,11 +119,18 @@ class Evaluation:
         )
 
 
-def load_labelled_set(directory: Path = DEFAULT_DIR, split: str = "all") -> list[LabelledItem]:
-    """The labelled items of every repository's file (not the verdicts file)."""
+def item_files(directory: Path = DEFAULT_DIR) -> list[Path]:
+    """The item files of the labelled set (the verdicts file is not one)."""
+    return [p for p in sorted(directory.glob("*.yaml")) if p.name != VERDICTS_FILE]
+
+
+def load_labelled_set(
+    directory: Path = DEFAULT_DIR, split: str = "all", only: str | None = None
+) -> list[LabelledItem]:
+    """The labelled items of every repository's file, or of the one item file ``only``."""
     items = []
-    for path in sorted(directory.glob("*.yaml")):
-        if path.name == VERDICTS_FILE:
+    for path in item_files(directory):
+        if only is not None and path.name != only:
             continue
         for raw in yaml.safe_load(path.read_text(encoding="utf-8")):
             if split not in ("all", raw["split"]):
@@ -339,6 +352,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", type=Path, default=DEFAULT_DIR)
     parser.add_argument("--split", choices=[DEV, HOLDOUT, "all"], default="all")
+    parser.add_argument(
+        "--file",
+        metavar="NAME",
+        help="only the items of this item file (a new batch's first measurement)",
+    )
     parser.add_argument("--misses", action="store_true", help="list dev false positives/negatives")
     parser.add_argument(
         "--agreement", action="store_true", help="a second labeller against the set's labels"
@@ -346,7 +364,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.misses and args.split != DEV:
         parser.error(MISSES_REFUSED)
-    items = load_labelled_set(args.dir)
+    known = [p.name for p in item_files(args.dir)]
+    if args.file is not None and args.file not in known:
+        parser.error(
+            UNKNOWN_FILE.format(name=args.file, directory=args.dir, known=", ".join(known))
+        )
+    items = load_labelled_set(args.dir, only=args.file)
     if args.agreement:
         try:
             print(agreement_report(items, load_second_labeller(items, args.dir)))

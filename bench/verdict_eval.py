@@ -15,7 +15,10 @@ The holdout is sealed: its figures are printed in aggregate only, and
 ``--misses`` lists dev disagreements only. Usage::
 
     python -m bench.verdict_eval --mirror volcengine/verl=PATH \\
-        --mirror NVIDIA/Megatron-LM=PATH [--misses]
+        --mirror NVIDIA/Megatron-LM=PATH [--file NAME] [--misses]
+
+``--file NAME`` judges only the items of one item file: a batch's verdicts,
+labelled before the rules ran on them, are measured this way once first.
 """
 
 from __future__ import annotations
@@ -30,7 +33,15 @@ from pathlib import Path
 
 import yaml
 
-from bench.promise_eval import DEFAULT_DIR, DEV, HOLDOUT, VERDICTS_FILE, load_labelled_set
+from bench.promise_eval import (
+    DEFAULT_DIR,
+    DEV,
+    HOLDOUT,
+    UNKNOWN_FILE,
+    VERDICTS_FILE,
+    item_files,
+    load_labelled_set,
+)
 from probe_builder.gitio import GitTree, diff_commits
 from probe_builder.material.contract import extract_contract, sources_of_test_patch
 from probe_builder.material.split import split_patch
@@ -255,11 +266,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", type=Path, default=DEFAULT_DIR)
     parser.add_argument("--mirror", action="append", default=[], metavar="OWNER/NAME=PATH")
     parser.add_argument("--split", choices=[DEV, HOLDOUT, "all"], default="all")
+    parser.add_argument(
+        "--file",
+        metavar="NAME",
+        help="only the items of this item file (a new batch's first measurement)",
+    )
     parser.add_argument("--misses", action="store_true", help="list dev disagreements")
     args = parser.parse_args(argv)
     if args.misses and args.split != DEV:
         parser.error(MISSES_REFUSED)
     items = load_verdict_items(args.dir)
+    if args.file is not None:
+        known = [p.name for p in item_files(args.dir)]
+        if args.file not in known:
+            parser.error(
+                UNKNOWN_FILE.format(name=args.file, directory=args.dir, known=", ".join(known))
+            )
+        ids = {i.id for i in load_labelled_set(args.dir, only=args.file)}
+        items = [i for i in items if i.id in ids]
     mirrors = _mirrors(args.mirror)
     if not mirrors:
         repos = ", ".join(sorted({i.repository for i in items}))

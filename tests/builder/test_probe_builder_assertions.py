@@ -641,6 +641,23 @@ def test_verdict_bench_prints_dev_misses_beside_the_table(tmp_path, capsys):
     assert "'checked' right" in out
 
 
+def test_verdict_bench_judges_one_item_file_alone_and_refuses_an_unknown_one(tmp_path, capsys):
+    from bench.verdict_eval import main
+
+    repo, data = _bench_repo(tmp_path)
+    (data / "other.yaml").write_text(BENCH_ITEMS.replace("acme/lib#7", "acme/lib#70"))
+    mirror = ["--mirror", f"acme/lib={repo}"]
+    assert main(["--dir", str(data), *mirror, "--file", "lib.yaml"]) == 0
+    assert "items judged: dev 1 (skipped 0), holdout 0 (skipped 1)" in capsys.readouterr().out
+    assert main(["--dir", str(data), *mirror, "--file", "other.yaml"]) == 0
+    assert "items judged: dev 0 (skipped 0)" in capsys.readouterr().out  # #70 has no verdicts
+    with pytest.raises(SystemExit) as exit_:
+        main(["--dir", str(data), *mirror, "--file", "verdicts.yaml"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "--file verdicts.yaml: no such item file" in err and "lib.yaml, other.yaml" in err
+
+
 @pytest.mark.parametrize(
     ("body", "kind"),
     [

@@ -225,3 +225,27 @@ def test_the_agreement_report_puts_the_labeller_beside_the_extractor(capsys):
     assert "== second labeller vs the set's labels: dev" in out
     assert "== extractor vs the set's labels, same items" in out
     assert "== extractor vs the second labeller" in out
+
+
+def test_one_item_file_is_scored_alone_and_an_unknown_one_is_refused(tmp_path, capsys):
+    item = "- id: {id}\n  split: dev\n  title: {title}\n  description: ''\n  promises: {promises}\n"
+    (tmp_path / "batch.yaml").write_text(
+        item.format(
+            id="o/r#1",
+            title="Cut peak memory",
+            promises="[{category: resource.memory, quote: Cut peak memory}]",
+        )
+    )
+    (tmp_path / "older.yaml").write_text(item.format(id="o/r#2", title="Docs", promises="[]"))
+    (tmp_path / "verdicts.yaml").write_text("[]\n")
+    assert main(["--dir", str(tmp_path), "--file", "batch.yaml"]) == 0
+    out = capsys.readouterr().out
+    assert "== all: dev 1 items, holdout 0 items" in out
+    assert main(["--dir", str(tmp_path)]) == 0
+    assert "== all: dev 2 items" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exit_:
+        main(["--dir", str(tmp_path), "--file", "verdicts.yaml"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "--file verdicts.yaml: no such item file" in err
+    assert "(name one of: batch.yaml, older.yaml)" in err
