@@ -19,6 +19,12 @@ The holdout is sealed: its figures are printed in aggregate only, and
 
 ``--file NAME`` judges only the items of one item file: a batch's verdicts,
 labelled before the rules ran on them, are measured this way once first.
+
+``--agreement`` scores a second reader's verdicts (``agreement/verdicts.yaml``,
+labelled from the same diffs blind to these labels and to the rules) against
+the labels, and, with mirrors, the rules on the same promises against each
+reader: how far two readers of one diff agree is the most the rules can be
+expected to reach against one of them.
 """
 
 from __future__ import annotations
@@ -28,17 +34,20 @@ import re
 import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from bench.promise_eval import (
+    AGREEMENT_DIR,
     DEFAULT_DIR,
     DEV,
     HOLDOUT,
     UNKNOWN_FILE,
     VERDICTS_FILE,
+    AgreementError,
     item_files,
     load_labelled_set,
 )
@@ -62,6 +71,15 @@ CLAIM_CATEGORIES = (
 MISSES_REFUSED = "--misses lists dev disagreements only: the holdout is sealed while rules change"
 NO_MIRROR = (
     "no mirror of {repos} given or found: nothing to measure (pass --mirror owner/name=PATH)"
+)
+NO_SECOND_READER = "--agreement: no second reader's verdicts in {path} (label some there first)"
+SECOND_UNKNOWN = (
+    "{path}: item {id!r} has no labelled verdicts in split {split!r} "
+    "(a second reader labels only items of verdicts.yaml, in their split)"
+)
+SECOND_PROMISES = (
+    "{path}: item {id!r} must carry exactly the labelled promises of verdicts.yaml "
+    "(same category and quote); differs at {quote!r}"
 )
 _ID = re.compile(r"^(?P<repo>[^#!@]+)(?P<kind>[#!@])(?P<ref>\w+)$")
 Judge = Callable[[Sequence[ExtractedPromise], CodeUnderTest], Sequence[PromiseVerdict]]
@@ -91,6 +109,10 @@ def load_verdict_items(directory: Path = DEFAULT_DIR) -> list[VerdictItem]:
     """The labelled verdicts, with each item's title from its repository's item file."""
     titles = {item.id: item.title for item in load_labelled_set(directory)}
     raw_items = yaml.safe_load((directory / VERDICTS_FILE).read_text(encoding="utf-8"))
+    return _verdict_items(raw_items, titles)
+
+
+def _verdict_items(raw_items: list[Any], titles: Mapping[str, str]) -> list[VerdictItem]:
     return [
         VerdictItem(
             raw["id"],
@@ -105,6 +127,31 @@ def load_verdict_items(directory: Path = DEFAULT_DIR) -> list[VerdictItem]:
         )
         for raw in raw_items
     ]
+
+
+def load_second_reader(
+    items: Sequence[VerdictItem], directory: Path = DEFAULT_DIR
+) -> list[VerdictItem]:
+    """A second reader's verdicts (``agreement/verdicts.yaml``) on promises of labelled items:
+    each item must be one of ``items``, in the same split, with the same promises."""
+    path = directory / AGREEMENT_DIR / VERDICTS_FILE
+    if not path.exists():
+        return []
+    known = {(i.id, i.split): i for i in items}
+    second = _verdict_items(yaml.safe_load(path.read_text(encoding="utf-8")) or [], {})
+    for item in second:
+        labelled = known.get((item.id, item.split))
+        if labelled is None:
+            raise AgreementError(
+                SECOND_UNKNOWN.format(path=path.name, id=item.id, split=item.split)
+            )
+        theirs = {(p.category, p.quote) for p in labelled.promises}
+        mine = {(p.category, p.quote) for p in item.promises}
+        differing = sorted(q for _, q in theirs ^ mine)
+        if differing or len(item.promises) != len(labelled.promises):
+            quote = differing[0] if differing else "(a promise given twice)"
+            raise AgreementError(SECOND_PROMISES.format(path=path.name, id=item.id, quote=quote))
+    return second
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -208,26 +255,94 @@ class VerdictScore:
             )
 
 
+def rule_verdicts(
+    items: Sequence[VerdictItem],
+    mirrors: Mapping[str, Path],
+    judge: Judge = default_judge,
+    test_globs: Sequence[str] = TEST_GLOBS,
+) -> dict[str, Sequence[PromiseVerdict] | None]:
+    """The rules' verdict on each item's labelled promises, in their order; None for an item
+    whose repository has no mirror or whose commit the mirror lacks."""
+    indexes = {repo: CommitIndex(path) for repo, path in mirrors.items()}
+    said: dict[str, Sequence[PromiseVerdict] | None] = {}
+    for item in items:
+        index = indexes.get(item.repository)
+        commit = index.find(item) if index is not None else None
+        if index is None or not commit:
+            said[item.id] = None
+            continue
+        code = code_at(index.repo, commit, test_globs)
+        promises = [ExtractedPromise(category=p.category, quote=p.quote) for p in item.promises]
+        said[item.id] = judge(promises, code)
+    return said
+
+
+def score(
+    items: Sequence[VerdictItem], said: Mapping[str, Sequence[PromiseVerdict] | None]
+) -> VerdictScore:
+    """Verdicts said on each item's promises (by the rules or a reader) against its labels."""
+    result = VerdictScore()
+    for item in items:
+        verdicts = said.get(item.id)
+        if verdicts is None:
+            result.skipped += 1
+            continue
+        result.items += 1
+        for label, verdict in zip(item.promises, verdicts, strict=True):
+            result.add(item, label, verdict)
+    return result
+
+
 def evaluate(
     items: Sequence[VerdictItem],
     mirrors: Mapping[str, Path],
     judge: Judge = default_judge,
     test_globs: Sequence[str] = TEST_GLOBS,
 ) -> VerdictScore:
-    score = VerdictScore()
-    indexes = {repo: CommitIndex(path) for repo, path in mirrors.items()}
+    return score(items, rule_verdicts(items, mirrors, judge, test_globs))
+
+
+def agreement_report(
+    items: Sequence[VerdictItem],
+    second: Sequence[VerdictItem],
+    mirrors: Mapping[str, Path],
+    judge: Judge = default_judge,
+) -> str:
+    """The second reader against the set's labels; with mirrors, the rules on the same
+    promises against each of the two."""
+    read = {i.id for i in second}
+    subsets = {s: [i for i in items if i.split == s and i.id in read] for s in (DEV, HOLDOUT)}
+    reader = {s: score(subsets[s], _verdicts(_in_order(second, subsets[s]))) for s in subsets}
+    tables = [("second reader vs the set's labels", reader)]
+    if mirrors:
+        rules = rule_verdicts([*subsets[DEV], *subsets[HOLDOUT]], mirrors, judge)
+        tables += [
+            (
+                "rules vs the set's labels, same promises",
+                {s: score(subsets[s], rules) for s in subsets},
+            ),
+            (
+                "rules vs the second reader",
+                {s: score(_in_order(second, subsets[s]), rules) for s in subsets},
+            ),
+        ]
+    return "\n\n".join(f"== {name}\n{render(t[DEV], t[HOLDOUT])}" for name, t in tables)
+
+
+def _in_order(reader: Sequence[VerdictItem], items: Sequence[VerdictItem]) -> list[VerdictItem]:
+    """The reader's items with their promises in the labelled items' order (the rules judged
+    the promises in that order)."""
+    by_id = {i.id: i for i in reader}
+    ordered = []
     for item in items:
-        index = indexes.get(item.repository)
-        commit = index.find(item) if index is not None else None
-        if index is None or not commit:
-            score.skipped += 1
-            continue
-        score.items += 1
-        code = code_at(index.repo, commit, test_globs)
-        promises = [ExtractedPromise(category=p.category, quote=p.quote) for p in item.promises]
-        for label, said in zip(item.promises, judge(promises, code), strict=True):
-            score.add(item, label, said)
-    return score
+        verdicts = {(p.category, p.quote): p.verdict for p in by_id[item.id].promises}
+        promises = tuple(replace(p, verdict=verdicts[(p.category, p.quote)]) for p in item.promises)
+        ordered.append(replace(item, promises=promises))
+    return ordered
+
+
+def _verdicts(items: Sequence[VerdictItem]) -> dict[str, Sequence[PromiseVerdict] | None]:
+    return {i.id: [p.verdict for p in i.promises] for i in items}
 
 
 def render(dev: VerdictScore, holdout: VerdictScore) -> str:
@@ -272,10 +387,13 @@ def main(argv: list[str] | None = None) -> int:
         help="only the items of this item file (a new batch's first measurement)",
     )
     parser.add_argument("--misses", action="store_true", help="list dev disagreements")
+    parser.add_argument(
+        "--agreement", action="store_true", help="a second reader's verdicts against the labels"
+    )
     args = parser.parse_args(argv)
     if args.misses and args.split != DEV:
         parser.error(MISSES_REFUSED)
-    items = load_verdict_items(args.dir)
+    items = every = load_verdict_items(args.dir)
     if args.file is not None:
         known = [p.name for p in item_files(args.dir)]
         if args.file not in known:
@@ -285,6 +403,15 @@ def main(argv: list[str] | None = None) -> int:
         ids = {i.id for i in load_labelled_set(args.dir, only=args.file)}
         items = [i for i in items if i.id in ids]
     mirrors = _mirrors(args.mirror)
+    if args.agreement:
+        try:
+            second = load_second_reader(every, args.dir)
+        except AgreementError as error:
+            parser.error(str(error))
+        if not second:
+            parser.error(NO_SECOND_READER.format(path=args.dir / AGREEMENT_DIR / VERDICTS_FILE))
+        print(agreement_report(items, second, mirrors))
+        return 0
     if not mirrors:
         repos = ", ".join(sorted({i.repository for i in items}))
         print(NO_MIRROR.format(repos=repos))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
 
 import pytest
@@ -639,6 +640,69 @@ def test_verdict_bench_prints_dev_misses_beside_the_table(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "agreement            1.00   1/1" in out
     assert "'checked' right" in out
+
+
+SECOND_READER = """
+- id: "acme/lib#7"
+  split: dev
+  promises:
+    - {category: numeric, quote: "fused_loss matches the reference", verdict: exercised,
+       evidence: "tests/test_p.py runs it"}
+"""
+
+
+def test_verdict_bench_puts_a_second_reader_beside_the_labels_and_the_rules(tmp_path, capsys):
+    from bench.verdict_eval import main
+
+    repo, data = _bench_repo(tmp_path)
+    (data / "agreement").mkdir()
+    (data / "agreement" / "verdicts.yaml").write_text(SECOND_READER)
+    assert main(["--dir", str(data), "--mirror", f"acme/lib={repo}", "--agreement"]) == 0
+    tables = capsys.readouterr().out.split("== ")[1:]
+    assert [t.splitlines()[0] for t in tables] == [
+        "second reader vs the set's labels",
+        "rules vs the set's labels, same promises",
+        "rules vs the second reader",
+    ]
+    agreement = [re.search(r"agreement\s+\S+\s+(\d+/\d+)", t).group(1) for t in tables]
+    assert agreement == ["0/1", "1/1", "0/1"]  # the reader says exercised, rules and labels checked
+    # without a mirror only the readers are compared
+    assert main(["--dir", str(data), "--agreement"]) == 0
+    assert capsys.readouterr().out.count("== ") == 1
+
+
+@pytest.mark.parametrize(
+    ("second", "message"),
+    [
+        (SECOND_READER.replace("#7", "#9"), "verdicts.yaml: item 'acme/lib#9' has no labelled"),
+        (SECOND_READER.replace("split: dev", "split: holdout"), "in split 'holdout'"),
+        (
+            SECOND_READER.replace("matches the reference", "is fast"),
+            "must carry exactly the labelled promises",
+        ),
+    ],
+)
+def test_verdict_bench_refuses_a_second_reader_off_the_labelled_promises(
+    tmp_path, capsys, second, message
+):
+    from bench.verdict_eval import main
+
+    _, data = _bench_repo(tmp_path)
+    (data / "agreement").mkdir()
+    (data / "agreement" / "verdicts.yaml").write_text(second)
+    with pytest.raises(SystemExit) as exit_:
+        main(["--dir", str(data), "--agreement"])
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_verdict_bench_agreement_without_a_second_reader_says_where_to_label(tmp_path, capsys):
+    from bench.verdict_eval import main
+
+    _, data = _bench_repo(tmp_path)
+    with pytest.raises(SystemExit):
+        main(["--dir", str(data), "--agreement"])
+    assert "no second reader's verdicts in" in capsys.readouterr().err
 
 
 def test_verdict_bench_judges_one_item_file_alone_and_refuses_an_unknown_one(tmp_path, capsys):
