@@ -410,7 +410,7 @@ def _assertion_nodes(function: ast.AST) -> Iterable[tuple[ast.AST, ast.AST, bool
         elif isinstance(node, ast.With | ast.AsyncWith):
             for item in node.items:
                 if RAISES_CALLS.search(call_name(item.context_expr) or ""):
-                    yield node, item.context_expr, True
+                    yield node, node, True  # what raises is the block's code
 
 
 def _state_trait(function: ast.AST) -> tuple[bool, int | None]:

@@ -13,7 +13,8 @@ reset of a repeatedly used object or after a save and a load (or, for state
 kept across calls rather than changed, a later call's result compared with an
 earlier one's), mode promises an assertion in a test that captures, replays or
 compiles (or switches that option on), numeric promises a tolerance or allclose
-assertion, functional promises a value, error or call assertion.
+assertion, functional promises a value or call assertion (or, when the promise
+is that the code raises or reports an error, an assertion that expects it).
 ``exercised``: the tests (or a launch script of the test patch) run the code
 but do not assert that; ``unchecked``: no added test reaches it. The rules are
 a table.
@@ -71,13 +72,13 @@ def _first(
     return None
 
 
-# What a functional promise's assertion may be: a value, a number, an observed call or
-# an error; a shape, a type or ``is not None`` says nothing about behaviour.
+# What a functional promise's assertion may be: a value, a number or an observed call; a
+# shape, a type or ``is not None`` says nothing about behaviour, and an expected error checks
+# only a promise that the code raises one (RAISES).
 VALUE_KINDS = (
     AssertionKind.functional,
     AssertionKind.numeric,
     AssertionKind.resource,
-    AssertionKind.error_path,
 )
 
 
@@ -140,9 +141,23 @@ CHANGE_OF_STATE = re.compile(
 )
 
 
+# A functional promise that the code raises or reports an error (not that an error is gone):
+# only an assertion that expects the error checks it.
+RAISES = re.compile(
+    r"\b(raises?|raised|raising|throws?)\b|\berror messages?\b|\bfails? (fast|early|loudly)\b",
+    re.I,
+)
+
+
+def _raises(test: TestTraits, sites: list[AssertionSite]) -> AssertionSite | None:
+    return _first(sites, kinds=[AssertionKind.error_path])
+
+
 def _rule(promise: ExtractedPromise) -> Rule:
     if promise.category is PromiseCategory.state and not CHANGE_OF_STATE.search(promise.quote):
         return _state_across_calls
+    if promise.category is PromiseCategory.functional and RAISES.search(promise.quote):
+        return _raises
     return RULES[promise.category]
 
 

@@ -889,3 +889,40 @@ def test_a_subclass_named_by_its_import_path_reaches_its_base(target, verdict):
 )
 def test_values_that_only_differ_are_not_a_numeric_check(body, kind):
     assert _kinds(body) == [kind]
+
+
+RAISES_TEST = """
+import pytest
+from pkg import check_batch
+
+
+def test_valid_batch_passes():
+    assert check_batch(8, 4) == 2
+
+
+def test_indivisible_batch():
+    with pytest.raises(ValueError, match="divisible"):
+        check_batch(7, 4)
+"""
+VALUE_ONLY_TEST = """
+from pkg import check_batch
+
+
+def test_valid_batch_passes():
+    assert check_batch(8, 4) == 2
+"""
+
+
+@pytest.mark.parametrize(
+    ("source", "quote", "verdict"),
+    [
+        (RAISES_TEST, "check_batch raises a clear error message", PromiseVerdict.checked),
+        # a value of the happy path says nothing of the error promised
+        (VALUE_ONLY_TEST, "check_batch raises a clear error message", PromiseVerdict.exercised),
+        # a promise that a feature works is checked by its value
+        (VALUE_ONLY_TEST, "check_batch splits the batch", PromiseVerdict.checked),
+    ],
+)
+def test_a_promised_error_is_checked_only_by_an_assertion_that_expects_it(source, quote, verdict):
+    code = _code(source, "check_batch")
+    assert _verdict(PromiseCategory.functional, quote, code) is verdict
