@@ -3,7 +3,11 @@
 A promise is linked to the changed symbols (functions, methods, classes,
 constants the golden patch touches, and the config flags it adds) whose
 name parts, or whose docstring, share words with the promise's quote; an
-identifier quoted verbatim links on its own. A test reaches a symbol when
+identifier quoted verbatim links on its own. The changed code one step behind
+a linked symbol is found too: the changed definitions it refers to (the
+helper a promised class calls) and those that refer to it (the function that
+reads a promised flag): a PR's tests often run that code rather than the
+name its description uses. A test reaches a symbol when
 it, or a helper of its own file that it calls, refers to the symbol's name
 (or to a linked flag's key). Non-Python files of the test patch (launch
 scripts, configs) reach a symbol by naming it, or a long part of it, on an
@@ -49,6 +53,7 @@ GENERIC_NAMES = frozenset({"__init__", "forward", "backward", "__call__", "setUp
 MIN_IDENTIFIER = 6  # an identifier this long names a symbol that contains it
 MIN_COVERAGE = 0.5  # the share of a symbol's name words a quote must use to name it
 MIN_DOC_WORDS = 3
+MIN_BEHIND_NAME = 4  # a changed name this short ("get", "run") is no lead to the code behind
 DISTINCTIVE_SHARE = 0.25  # words a quote must share with a changed function's docstring
 
 
@@ -80,6 +85,7 @@ class ChangedSymbol:
     name_words: frozenset[str]
     doc_words: frozenset[str] = frozenset()
     path: str = ""  # the file that defines it
+    uses: frozenset[str] = frozenset()  # the names its definition refers to (a flag's key too)
 
 
 @dataclass(frozen=True)
@@ -108,9 +114,31 @@ class Link:
     strong: bool
 
 
-def changed_symbol(qualname: str, doc: str | None, path: str = "") -> ChangedSymbol:
+def changed_symbol(
+    qualname: str, doc: str | None, path: str = "", uses: frozenset[str] = frozenset()
+) -> ChangedSymbol:
     name = qualname.rsplit(".", 1)[-1]
-    return ChangedSymbol(name, qualname, words_of(qualname), words_of(doc or ""), path)
+    return ChangedSymbol(name, qualname, words_of(qualname), words_of(doc or ""), path, uses)
+
+
+def names_used(node: ast.AST) -> frozenset[str]:
+    """What a definition refers to: names, attributes, keyword arguments and string keys
+    (``cfg.get("use_fused")``, ``getattr(args, "tp_mode")``)."""
+    used: set[str] = set()
+    for child in ast.walk(node):
+        if isinstance(child, ast.Name):
+            used.add(child.id)
+        elif isinstance(child, ast.Attribute):
+            used.add(child.attr)
+        elif isinstance(child, ast.keyword) and child.arg:
+            used.add(child.arg)
+        elif (
+            isinstance(child, ast.Constant)
+            and isinstance(child.value, str)
+            and child.value.isidentifier()
+        ):
+            used.add(child.value)
+    return frozenset(used)
 
 
 def _changed_definitions(file: FileDiff, head: TreeReader) -> list[ChangedSymbol]:
@@ -126,7 +154,8 @@ def _changed_definitions(file: FileDiff, head: TreeReader) -> list[ChangedSymbol
     for definition in iter_definitions(tree):
         if changed.intersection(definition.lines()):
             doc = ast.get_docstring(definition.node)
-            found.append(changed_symbol(definition.qualname, doc, file.path))
+            uses = names_used(definition.node)
+            found.append(changed_symbol(definition.qualname, doc, file.path, uses))
     return found
 
 
@@ -213,6 +242,27 @@ def link(quote: str, code: CodeUnderTest) -> Link:
     if by_word:
         return Link(frozenset(by_word), True)
     return Link(frozenset(s.name for s in code.symbols), False)
+
+
+def behind(linked: Link, code: CodeUnderTest) -> Link:
+    """The linked symbols with the changed code behind them, one step away: the changed
+    definitions they refer to (the helper a promised class calls) and those that refer to
+    them (the function that reads a promised flag). A test of that code runs the promise's
+    implementation; a weak link stays as it is, and short or generic names lead nowhere."""
+    if not linked.strong or not linked.names:
+        return linked
+    linked_symbols = [s for s in code.symbols if s.name in linked.names]
+    called = frozenset().union(*(s.uses for s in linked_symbols))
+    found = {
+        s.name
+        for s in code.symbols
+        if (s.name in called or s.uses & linked.names) and _leads_somewhere(s.name)
+    }
+    return Link(linked.names | frozenset(found - GENERIC_NAMES), True)
+
+
+def _leads_somewhere(name: str) -> bool:
+    return len(name) >= MIN_BEHIND_NAME and name.lower() not in GENERIC_WORDS
 
 
 def _parts(references: Iterable[str]) -> set[str]:

@@ -15,9 +15,10 @@ earlier one's), mode promises an assertion in a test that captures, replays or
 compiles (or switches that option on), numeric promises a tolerance or allclose
 assertion, functional promises a value or call assertion (or, when the promise
 is that the code raises or reports an error, an assertion that expects it).
-``exercised``: the tests (or a launch script of the test patch) run the code
-but do not assert that; ``unchecked``: no added test reaches it. The rules are
-a table.
+``exercised``: the tests (or a launch script of the test patch) run the code,
+or the changed code right behind it (a helper it calls, the function that reads
+its flag), but do not assert that; ``unchecked``: no added test reaches it. The
+rules are a table.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from probe_builder.promises.linking import (
     CodeUnderTest,
     Link,
     TestScript,
+    behind,
     importing_tests,
     link,
     nearby_scripts,
@@ -255,15 +257,19 @@ def _name(found: TestTraits | TestScript) -> str:
 
 
 def judge_promise(promise: ExtractedPromise, code: CodeUnderTest) -> PromiseCheck:
-    """Checked, exercised or unchecked, on the tests that reach what the promise concerns."""
+    """Checked, exercised or unchecked, on the tests that reach what the promise concerns.
+
+    Only an assertion on what the quote names checks it; a test of the code behind that
+    (a helper the promised class calls, the function that reads the promised flag) checks
+    the helper, which is weaker evidence: it exercises the promise."""
     linked = link(promise.quote, code)
-    tests = reaching_tests(linked, code)
-    found = _checking_site(promise, code, linked, tests)
+    found = _checking_site(promise, code, linked, reaching_tests(linked, code))
     if found is not None:
         test, site = found
         evidence = f"{site.path}:{site.line} {test.name}: {site.text}"
         return PromiseCheck(promise, PromiseVerdict.checked, evidence)
-    reason = _exercised_by(linked, code, tests)
+    with_behind = behind(linked, code)
+    reason = _exercised_by(with_behind, code, reaching_tests(with_behind, code))
     if reason is not None:
         return PromiseCheck(promise, PromiseVerdict.exercised, reason)
     return PromiseCheck(promise, PromiseVerdict.unchecked, "no added test reaches the changed code")

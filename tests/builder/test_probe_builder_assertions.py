@@ -891,6 +891,121 @@ def test_values_that_only_differ_are_not_a_numeric_check(body, kind):
     assert _kinds(body) == [kind]
 
 
+# The code behind what a promise names: a changed function that reads the promised flag, the
+# changed helper a promised class calls. The PR's tests often run that code, not the name; an
+# assertion on it checks the helper, so the promise is exercised, never checked, through it.
+_MUON_CONFIG = (
+    "from dataclasses import dataclass\n\n\n@dataclass\nclass MuonConfig:\n    lr: float = 1.0\n"
+)
+BEHIND_BASE = {
+    "pkg/__init__.py": "",
+    "pkg/cfg.py": _MUON_CONFIG,
+    "pkg/ortho.py": "def orthogonalize(x, cfg):\n    return x\n",
+    "pkg/perm.py": "def permute_tokens(x):\n    return x\n",
+}
+BEHIND_CHANGE = {
+    "pkg/cfg.py": _MUON_CONFIG + "    tp_mode: str = 'duplicated'\n",
+    # reads the new flag
+    "pkg/ortho.py": (
+        "def orthogonalize(x, cfg):\n"
+        "    if getattr(cfg, 'tp_mode') == 'blockwise':\n"
+        "        return x * 2\n"
+        "    return x\n"
+    ),
+    "pkg/kernels.py": "def grouped_gemm_kernel(x):\n    return x + 1\n",
+    "pkg/perm.py": "def permute_tokens(x):\n    return x[::-1]\n",
+    "pkg/moe.py": (
+        "from pkg.kernels import grouped_gemm_kernel\n\n\n"
+        "class GroupedGemmBackend:\n"
+        "    def apply(self, x):\n"
+        "        return grouped_gemm_kernel(x)\n"
+    ),
+    "tests/test_ortho.py": (
+        "from pkg.ortho import orthogonalize\n\n\n"
+        "def test_blockwise_doubles():\n"
+        "    assert orthogonalize(1, object()) == 1\n"
+    ),
+    "tests/test_kernel.py": (
+        "from pkg.kernels import grouped_gemm_kernel\n"
+        "from pkg.perm import permute_tokens\n\n\n"
+        "def test_kernel_adds_one():\n"
+        "    assert grouped_gemm_kernel(1) == 2\n\n\n"
+        "def test_permute_reverses():\n"
+        "    assert permute_tokens([1, 2]) == [2, 1]\n"
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def behind_code(tmp_path_factory):
+    from probe_builder.material.contract import extract_contract
+    from probe_builder.promises.linking import code_under_test
+
+    pr = make_pr(tmp_path_factory.mktemp("behind"), BEHIND_BASE, BEHIND_CHANGE)
+    contract = extract_contract(
+        pr.split.golden_files, base=pr.base_tree, head=pr.head_tree, sources={}
+    )
+    return code_under_test(pr.split, head=pr.head_tree, contract=contract)
+
+
+@pytest.mark.parametrize(
+    ("category", "quote", "verdict"),
+    [
+        # the flag is read by orthogonalize, whose result a test asserts
+        (PromiseCategory.functional, "support 'blockwise' tp_mode", PromiseVerdict.exercised),
+        # the class calls grouped_gemm_kernel (another file), whose result a test asserts
+        (PromiseCategory.functional, "Add a GroupedGemmBackend", PromiseVerdict.exercised),
+        # what a test asserts on by name is checked
+        (PromiseCategory.functional, "permute_tokens reverses", PromiseVerdict.checked),
+        (PromiseCategory.functional, "MuonConfig gains an lr", PromiseVerdict.unchecked),
+    ],
+)
+def test_a_test_of_the_code_behind_what_a_promise_names_exercises_it(
+    behind_code, category, quote, verdict
+):
+    assert _verdict(category, quote, behind_code) is verdict
+
+
+def test_the_code_behind_is_one_step_away_and_needs_a_strong_link(behind_code):
+    from probe_builder.promises.linking import Link, behind, link
+
+    named = link("Add a GroupedGemmBackend", behind_code)
+    assert named.names == {"GroupedGemmBackend"}
+    # the kernel it calls is behind it; permute_tokens, which it does not call, is not
+    assert behind(named, behind_code).names == {"GroupedGemmBackend", "grouped_gemm_kernel"}
+    flag = behind(link("support 'blockwise' tp_mode", behind_code), behind_code)
+    assert flag.names == {"tp_mode", "MuonConfig", "orthogonalize"}  # its class and its reader
+    weak = Link(frozenset({"tp_mode"}), False)
+    assert behind(weak, behind_code) is weak
+
+
+def test_short_or_generic_names_lead_to_no_code_behind():
+    from probe_builder.promises.linking import Link, behind
+
+    symbols = (
+        changed_symbol("Engine", None, "pkg/e.py", frozenset({"run", "config", "fused_step"})),
+        changed_symbol("run", None, "pkg/r.py"),  # short
+        changed_symbol("config", None, "pkg/c.py"),  # a word every codebase uses
+        changed_symbol("fused_step", None, "pkg/f.py"),
+    )
+    code = CodeUnderTest(profile_source("tests/test_p.py", ""), symbols)
+    found = behind(Link(frozenset({"Engine"}), True), code)
+    assert found.names == {"Engine", "fused_step"}
+
+
+def test_a_definition_uses_its_names_attributes_keywords_and_string_keys():
+    import ast
+
+    from probe_builder.promises.linking import names_used
+
+    node = ast.parse(
+        "def f(cfg):\n    g(cfg.tp_mode, size=cfg.get('bucket_size'), note='not a key!')\n"
+    )
+    used = names_used(node)
+    assert {"g", "cfg", "tp_mode", "size", "get", "bucket_size"} <= used
+    assert "not a key!" not in used
+
+
 RAISES_TEST = """
 import pytest
 from pkg import check_batch
