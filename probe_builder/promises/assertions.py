@@ -4,7 +4,8 @@ Every assertion on an added line (``assert``, ``self.assert*``/``assert_*``
 calls, ``pytest.raises`` blocks) is counted by kind: error path, resource
 (it observes memory, time, bytes or call counts, directly or through a name
 bound from such an API earlier in the same test), numeric (allclose and
-tolerances), structural (shape, dtype, attribute, type, None) or functional.
+tolerances, a hand-written one too: a gap between two results under a small
+number), structural (shape, dtype, attribute, type, None) or functional.
 Per test function the profile also records whether it drives one object
 through repeated calls and a reset (state), and whether it captures, replays
 or compiles, or switches such an option on (mode); a test reaches what it names
@@ -340,7 +341,8 @@ def classify(
     keywords = {
         k.arg for node in ast.walk(expr) if isinstance(node, ast.Call) for k in node.keywords
     }
-    if called & NUMERIC_CALLS or keywords & {"atol", "rtol", "rel", "abs", "places", "delta"}:
+    tolerance = keywords & {"atol", "rtol", "rel", "abs", "places", "delta"}
+    if called & NUMERIC_CALLS or tolerance or _within_tolerance(expr):
         if _only_differs(expr):
             return AssertionKind.functional, set()  # something changed, not how close it is
         return AssertionKind.numeric, set()
@@ -366,6 +368,44 @@ def _identity_value(compare: ast.Compare) -> bool:
         return False
     right = compare.comparators[0]
     return isinstance(right, ast.Constant) and isinstance(right.value, bool)
+
+
+# What a hand-written tolerance bounds: a difference, an error or a distance.
+_GAP_NAME = re.compile(r"diff|err|delta|dist|gap|deviation|mismatch", re.I)
+_GAP_CALLS = {"abs", "norm", "max", "amax", "mean", "sum", "sub", "fabs"}
+LESS_CALLS = {"assertLess", "assertLessEqual", "assert_less"}
+
+
+def _within_tolerance(expr: ast.AST) -> bool:
+    """``assert rel_diff < 1e-2``, ``assert (a - b).abs().max() <= 1e-5``,
+    ``assertLess(err, 1e-3)``: a gap between two results bounded by a small number."""
+    if isinstance(expr, ast.Compare) and len(expr.ops) == 1:
+        gap, bound = expr.left, expr.comparators[0]
+        if isinstance(expr.ops[0], ast.Gt | ast.GtE):
+            gap, bound = bound, gap
+        elif not isinstance(expr.ops[0], ast.Lt | ast.LtE):
+            return False
+    elif isinstance(expr, ast.Call) and (call_name(expr) or "").rsplit(".", 1)[-1] in LESS_CALLS:
+        if len(expr.args) < 2:
+            return False
+        gap, bound = expr.args[0], expr.args[1]
+    else:
+        return False
+    return _small(bound) and _is_gap(gap)
+
+
+def _small(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, float) and 0 < node.value < 1
+
+
+def _is_gap(node: ast.AST) -> bool:
+    for child in ast.walk(node):
+        if isinstance(child, ast.BinOp) and isinstance(child.op, ast.Sub):
+            return True
+        name = child.id if isinstance(child, ast.Name) else getattr(child, "attr", None)
+        if isinstance(name, str) and (_GAP_NAME.search(name) or name in _GAP_CALLS):
+            return True
+    return False
 
 
 def _only_differs(expr: ast.AST) -> bool:

@@ -51,6 +51,15 @@ def _kinds(body: str) -> list[AssertionKind]:
         ('self.assertIn("aborted_count", x)\n', AssertionKind.structural),
         ('assert "request aborted" in x\n', AssertionKind.functional),
         ("assert y in x\n", AssertionKind.functional),
+        # a gap between two results bounded by a small number is a hand-written tolerance
+        ("assert rel_diff.item() < 1e-2\n", AssertionKind.numeric),
+        ("assert (a - b).abs().max() <= 1e-5\n", AssertionKind.numeric),
+        ("assert 1e-3 > torch.norm(a - b)\n", AssertionKind.numeric),
+        ("self.assertLess(err, 0.01)\n", AssertionKind.numeric),
+        # ... not a count under a bound, nor a gap under a large one
+        ("assert dropped < 0.5\n", AssertionKind.functional),
+        ("assert (a - b) < 5\n", AssertionKind.functional),
+        ("assert (a - b) == 0.0\n", AssertionKind.functional),
     ],
 )
 def test_each_assertion_is_counted_by_kind(body, kind):
