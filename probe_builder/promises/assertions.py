@@ -536,7 +536,7 @@ def class_bases(tree: ast.Module) -> dict[str, frozenset[str]]:
     """For each class a file defines, the names its bases are built from, through the
     file's other classes (a test's ``class Probe(Changed)`` runs ``Changed``)."""
     direct = {
-        node.name: frozenset(n for base in node.bases for n in _parts(base))
+        node.name: frozenset(n for base in node.bases for n in mentioned_names(base))
         for node in ast.walk(tree)
         if isinstance(node, ast.ClassDef)
     }
@@ -552,7 +552,7 @@ def class_bases(tree: ast.Module) -> dict[str, frozenset[str]]:
     return closed
 
 
-def _parts(expr: ast.AST) -> set[str]:
+def mentioned_names(expr: ast.AST) -> set[str]:
     """Every name and attribute an expression mentions."""
     found: set[str] = set()
     for node in ast.walk(expr):
@@ -570,17 +570,17 @@ def _bindings(function: ast.AST) -> list[tuple[set[str], ast.AST]]:
     for node in ast.walk(function):
         if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign) and node.value is not None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            found.append(({n for t in targets for n in _parts(t)}, node.value))
+            found.append(({n for t in targets for n in mentioned_names(t)}, node.value))
         elif isinstance(node, ast.For | ast.AsyncFor):
-            found.append((_parts(node.target), node.iter))
+            found.append((mentioned_names(node.target), node.iter))
         elif isinstance(node, ast.withitem) and node.optional_vars is not None:
-            found.append((_parts(node.optional_vars), node.context_expr))
+            found.append((mentioned_names(node.optional_vars), node.context_expr))
         elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
             func = node.value.func  # obj.update(x): obj now depends on update and x
             if isinstance(func, ast.Attribute):
                 # ...and what obj was built around: wrapper.install() patches the wrapped
                 receiver = func.value.id if isinstance(func.value, ast.Name) else ""
-                found.append((_parts(func.value) | given.get(receiver, set()), node.value))
+                found.append((mentioned_names(func.value) | given.get(receiver, set()), node.value))
             else:  # patch(model): a call for its effect acts on what it is given
                 found.append((_argument_names(node.value), func))
     return found
@@ -622,7 +622,7 @@ def _call_results(function: ast.AST) -> dict[str, set[str]]:
 def _across_calls(expr: ast.AST, results: Mapping[str, set[str]]) -> bool:
     """The assertion uses two results of one method on one receiver: a later call is
     compared with an earlier one (what a cache or a reused state must give)."""
-    callees = Counter(c for name in _parts(expr) for c in results.get(name, ()))
+    callees = Counter(c for name in mentioned_names(expr) for c in results.get(name, ()))
     return any(n >= 2 for n in callees.values())
 
 
@@ -635,7 +635,7 @@ def dependencies(
     depends: dict[str, set[str]] = {k: set(v) for k, v in (outer or {}).items()}
     for _ in range(3):  # a short fixpoint through chains of names
         for targets, value in bindings:
-            used = _parts(value)
+            used = mentioned_names(value)
             used |= {d for u in used for d in depends.get(u, ())}
             for target in targets - SHARED_RECEIVERS:
                 depends.setdefault(target, set()).update(used)
@@ -643,7 +643,7 @@ def dependencies(
 
 
 def depends_on(expr: ast.AST, depends: dict[str, set[str]]) -> frozenset[str]:
-    used = _parts(expr)
+    used = mentioned_names(expr)
     return frozenset(used | {d for u in used for d in depends.get(u, ())})
 
 
@@ -804,7 +804,7 @@ def _through_helpers(
 ) -> list[AssertionSite]:
     """An assertion on a helper's result depends on what the helper uses, and a name the
     module binds on what it is built from."""
-    inside = {name: _parts(node) for name, node in functions.items()}
+    inside = {name: mentioned_names(node) for name, node in functions.items()}
     widened = []
     for site in sites:
         names = set(site.depends_on)

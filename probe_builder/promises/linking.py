@@ -31,7 +31,12 @@ from probe_builder.material.contract import Contract
 from probe_builder.material.diffs import FileDiff
 from probe_builder.material.pysource import Source, UnparsableSource, iter_definitions
 from probe_builder.material.split import PatchSplit
-from probe_builder.promises.assertions import AssertionProfile, TestTraits, profile_test_patch
+from probe_builder.promises.assertions import (
+    AssertionProfile,
+    TestTraits,
+    mentioned_names,
+    profile_test_patch,
+)
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 _CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
@@ -124,13 +129,9 @@ def changed_symbol(
 def names_used(node: ast.AST) -> frozenset[str]:
     """What a definition refers to: names, attributes, keyword arguments and string keys
     (``cfg.get("use_fused")``, ``getattr(args, "tp_mode")``)."""
-    used: set[str] = set()
+    used = mentioned_names(node)
     for child in ast.walk(node):
-        if isinstance(child, ast.Name):
-            used.add(child.id)
-        elif isinstance(child, ast.Attribute):
-            used.add(child.attr)
-        elif isinstance(child, ast.keyword) and child.arg:
+        if isinstance(child, ast.keyword) and child.arg:
             used.add(child.arg)
         elif (
             isinstance(child, ast.Constant)
