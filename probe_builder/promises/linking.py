@@ -68,7 +68,7 @@ def words_of(text: str) -> frozenset[str]:
     for token in re.findall(r"[A-Za-z0-9]+", text):
         for piece in _CAMEL.findall(token) or [token]:
             word = _PLURAL.sub("", piece.lower())
-            if len(word) >= MIN_WORD and word not in GENERIC_WORDS:
+            if len(word) >= MIN_WORD and not {word, piece.lower()} & GENERIC_WORDS:
                 parts.add(word)
     return frozenset(parts)
 

@@ -1050,3 +1050,12 @@ def test_valid_batch_passes():
 def test_a_promised_error_is_checked_only_by_an_assertion_that_expects_it(source, quote, verdict):
     code = _code(source, "check_batch")
     assert _verdict(PromiseCategory.functional, quote, code) is verdict
+
+
+def test_a_plural_of_a_generic_word_is_generic_too():
+    from probe_builder.promises.linking import words_of
+
+    # "args" loses its plural before the generic list is read: "arg" tied every promise that
+    # says "args" to every test that passes **kwargs
+    assert words_of("default args, kwargs and values") == frozenset()
+    assert words_of("bucketed all-gathers") == {"bucketed", "gather"}
