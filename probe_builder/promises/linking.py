@@ -15,7 +15,8 @@ added line: they run the code but assert nothing. A test that uses names
 of the module defining a linked symbol (or of the package right above it)
 exercises it too, through code the PR did not change. When the quote shares
 no word with any changed symbol, every changed symbol is linked weakly: the
-verdict may then say the code is exercised, never that the promise is checked.
+verdict may then say the code is exercised, and only a test named for the
+promise can check it.
 """
 
 from __future__ import annotations

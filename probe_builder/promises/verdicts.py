@@ -2,12 +2,17 @@
 
 A promise is judged on the tests that reach the changed symbols it concerns
 (:mod:`probe_builder.promises.linking`), and, except for resources a test
-observes itself, only on assertions whose value is computed from those
-symbols; an existence check (``is not None``, ``isinstance``) checks nothing.
-When the quote names no changed symbol the link is weak and the verdict is at
-most ``exercised``. ``checked`` needs an added assertion on the promise's
-observable: memory promises an assertion that reads a memory API, time
-promises a timer, traffic promises counted bytes or calls in a test that
+observes itself, only on assertions whose value is computed from those symbols;
+an existence check (``is not None``, ``isinstance``) checks nothing. A test of
+the changed code right behind a linked symbol checks a functional promise only
+on an assertion that bears on what its quote says beyond the linked names (its
+text, its test's name or its inputs use a word of that: "blockwise" in "support
+'blockwise' tp_mode" for a test of the function that reads the flag). When the
+quote names no changed symbol the link is weak: only a test named for the
+promise (its name uses several words of the quote), on an assertion computed
+from changed code, can check it. ``checked`` needs an added assertion on the
+promise's observable: memory promises an assertion that reads a memory API,
+time promises a timer, traffic promises counted bytes or calls in a test that
 talks to a communication primitive, state promises a value asserted after a
 reset of a repeatedly used object or after a save and a load (or, for state
 kept across calls rather than changed, a later call's result compared with an
@@ -46,6 +51,7 @@ from probe_builder.promises.linking import (
     nearby_tests,
     reaching_scripts,
     reaching_tests,
+    words_of,
 )
 from task_registry.types import PromiseCategory, PromiseVerdict
 
@@ -215,22 +221,96 @@ def _may_check(promise: ExtractedPromise, test: TestTraits) -> bool:
     return not across or test.multi_rank
 
 
-def _checking_site(
-    promise: ExtractedPromise, code: CodeUnderTest, linked: Link, tests: list[TestTraits]
+def aspect_of(promise: ExtractedPromise, linked: Link) -> frozenset[str]:
+    """What the quote says beyond the names of the symbols it is linked to ("blockwise" in
+    "support 'blockwise' tp_mode"): the words an assertion on the promise, rather than on
+    something else the code behind it does, mentions."""
+    named = frozenset().union(*(words_of(name) for name in linked.names))
+    return words_of(promise.quote) - named
+
+
+def _bears_on(site: AssertionSite, aspect: frozenset[str]) -> bool:
+    """The assertion's text, its test's name or the names its value is computed from use a
+    word of the promise's aspect."""
+    words = words_of(site.text) | words_of(site.test)
+    words |= frozenset().union(*(words_of(name) for name in site.depends_on))
+    return bool(words & aspect)
+
+
+def _named_for(promise: ExtractedPromise, test: TestTraits) -> bool:
+    """The test's own name uses several words of the quote (``test_tied_parameters_share_one
+    _weight`` for "Fix tied parameters"): it was written for this promise."""
+    own = words_of(test.name.rsplit(".", 1)[-1])
+    return len(own & words_of(promise.quote)) >= NAMED_FOR_WORDS
+
+
+NAMED_FOR_WORDS = 2
+
+
+SitesOf = Callable[[TestTraits], list[AssertionSite]]
+
+
+def _sites_for(
+    promise: ExtractedPromise,
+    code: CodeUnderTest,
+    names: frozenset[str],
+    aspect: frozenset[str] | None,
+) -> SitesOf:
+    """A test's assertions that may check the promise: computed from one of ``names`` (any
+    assertion, for a resource the test observes itself), and, for a functional promise,
+    bearing on ``aspect`` (None: any)."""
+
+    def sites_of(test: TestTraits) -> list[AssertionSite]:
+        sites = code.profile.in_test(test)
+        if names:
+            sites = _on_linked(sites, names, promise.category)
+        if promise.category is PromiseCategory.functional and aspect is not None:
+            sites = [s for s in sites if _bears_on(s, aspect)]
+        return sites
+
+    return sites_of
+
+
+def _check_in(
+    promise: ExtractedPromise, tests: Sequence[TestTraits], sites_of: SitesOf
 ) -> tuple[TestTraits, AssertionSite] | None:
-    if not linked.strong:
-        return None  # weak evidence: the tests may run the code, they do not check the promise
     rule = _rule(promise)
     for test in tests:
         if not _may_check(promise, test):
             continue
-        sites = code.profile.in_test(test)
-        if linked.names:
-            sites = _on_linked(sites, linked.names, promise.category)
-        site = rule(test, sites)
+        site = rule(test, sites_of(test))
         if site is not None:
             return test, site
     return None
+
+
+def _checking_site(
+    promise: ExtractedPromise, code: CodeUnderTest, linked: Link, tests: list[TestTraits]
+) -> tuple[TestTraits, AssertionSite] | None:
+    """Where the PR's tests check the promise, strongest evidence first.
+
+    1. A test reaching a linked symbol, on an assertion computed from it.
+    2. A test of the changed code right behind a linked symbol (the helper it calls, the
+       function that reads its flag), on an assertion computed from that code; for a
+       functional promise, only one that bears on what the quote says beyond the linked
+       names (an assertion on the helper alone checks the helper).
+    3. A test named for the promise, on an assertion computed from any changed code: the
+       only check a promise that names no changed symbol (a weak link) can have.
+    """
+    if linked.strong:
+        found = _check_in(promise, tests, _sites_for(promise, code, linked.names, None))
+        if found is not None:
+            return found
+        with_behind = behind(linked, code)
+        if with_behind.names != linked.names:
+            aspect = aspect_of(promise, linked)
+            on_behind = _sites_for(promise, code, with_behind.names, aspect)
+            found = _check_in(promise, reaching_tests(with_behind, code), on_behind)
+            if found is not None:
+                return found
+    changed = frozenset(s.name for s in code.symbols)
+    named_for = [t for t in code.profile.tests if _named_for(promise, t)]
+    return _check_in(promise, named_for, _sites_for(promise, code, changed, None))
 
 
 def _exercised_by(linked: Link, code: CodeUnderTest, tests: list[TestTraits]) -> str | None:
@@ -259,9 +339,10 @@ def _name(found: TestTraits | TestScript) -> str:
 def judge_promise(promise: ExtractedPromise, code: CodeUnderTest) -> PromiseCheck:
     """Checked, exercised or unchecked, on the tests that reach what the promise concerns.
 
-    Only an assertion on what the quote names checks it; a test of the code behind that
-    (a helper the promised class calls, the function that reads the promised flag) checks
-    the helper, which is weaker evidence: it exercises the promise."""
+    Only an assertion on what the quote names checks it (:func:`_checking_site`); a test
+    of the code behind that (a helper the promised class calls, the function that reads the
+    promised flag) checks the helper unless its assertion bears on what the quote says: it
+    exercises the promise."""
     linked = link(promise.quote, code)
     found = _checking_site(promise, code, linked, reaching_tests(linked, code))
     if found is not None:

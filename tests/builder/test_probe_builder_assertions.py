@@ -902,7 +902,9 @@ def test_values_that_only_differ_are_not_a_numeric_check(body, kind):
 
 # The code behind what a promise names: a changed function that reads the promised flag, the
 # changed helper a promised class calls. The PR's tests often run that code, not the name; an
-# assertion on it checks the helper, so the promise is exercised, never checked, through it.
+# assertion on it checks the promise only where it bears on what the quote says beyond the
+# name (its text, its test's name or its inputs use a word of that); otherwise it checks the
+# helper, and the promise is exercised.
 _MUON_CONFIG = (
     "from dataclasses import dataclass\n\n\n@dataclass\nclass MuonConfig:\n    lr: float = 1.0\n"
 )
@@ -960,16 +962,25 @@ def behind_code(tmp_path_factory):
 @pytest.mark.parametrize(
     ("category", "quote", "verdict"),
     [
-        # the flag is read by orthogonalize, whose result a test asserts
-        (PromiseCategory.functional, "support 'blockwise' tp_mode", PromiseVerdict.exercised),
-        # the class calls grouped_gemm_kernel (another file), whose result a test asserts
+        # the flag is read by orthogonalize, whose result test_blockwise_doubles asserts
+        (PromiseCategory.functional, "support 'blockwise' tp_mode", PromiseVerdict.checked),
+        # ... which says nothing of the other value of the flag
+        (PromiseCategory.functional, "support 'duplicated' tp_mode", PromiseVerdict.exercised),
+        # the class calls grouped_gemm_kernel (another file), whose result a test asserts: the
+        # quote says nothing beyond the class's name, the test checks the kernel
         (PromiseCategory.functional, "Add a GroupedGemmBackend", PromiseVerdict.exercised),
+        # ... and test_kernel_adds_one bears on what this quote says
+        (
+            PromiseCategory.functional,
+            "GroupedGemmBackend adds one to each token",
+            PromiseVerdict.checked,
+        ),
         # what a test asserts on by name is checked
         (PromiseCategory.functional, "permute_tokens reverses", PromiseVerdict.checked),
         (PromiseCategory.functional, "MuonConfig gains an lr", PromiseVerdict.unchecked),
     ],
 )
-def test_a_test_of_the_code_behind_what_a_promise_names_exercises_it(
+def test_a_test_of_the_code_behind_checks_the_promise_only_on_what_the_quote_says(
     behind_code, category, quote, verdict
 ):
     assert _verdict(category, quote, behind_code) is verdict
@@ -1059,3 +1070,31 @@ def test_a_plural_of_a_generic_word_is_generic_too():
     # says "args" to every test that passes **kwargs
     assert words_of("default args, kwargs and values") == frozenset()
     assert words_of("bucketed all-gathers") == {"bucketed", "gather"}
+
+
+NAMED_FOR_TEST = """
+from pkg import Shard
+
+
+def test_{name}(model):
+    shard = Shard(model)
+    assert {value} == 1
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "verdict"),
+    [
+        # named for the promise, its value computed from the changed code
+        ("tied_parameters_share_one_weight", "shard.weight_count", PromiseVerdict.checked),
+        # one word of the quote is no name for it
+        ("tied_once", "shard.weight_count", PromiseVerdict.exercised),
+        # named for it, but its value is not computed from any changed code
+        ("tied_parameters_share_one_weight", "len(model.layers)", PromiseVerdict.exercised),
+    ],
+)
+def test_a_test_named_for_the_promise_checks_it_without_a_link(name, value, verdict):
+    # "Fix tied parameters" names no changed symbol: the link is weak, and only a test written
+    # for the promise (its name uses several of the quote's words) can check it.
+    code = _code(NAMED_FOR_TEST.format(name=name, value=value), "Shard", "other.Unused")
+    assert _verdict(PromiseCategory.functional, "Fix tied parameters", code) is verdict
