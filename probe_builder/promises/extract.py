@@ -291,9 +291,12 @@ def _quantity(text: str, category: PromiseCategory) -> str | None:
 
 
 def _tagged_title(title: str, promises: list[ExtractedPromise]) -> list[ExtractedPromise]:
-    """A title tagged [Perf] promises time unless the PR names the resource it saves; one
-    tagged [torch.compile] promises the mode unless a sentence already does."""
+    """A title tagged [Perf] promises time unless the PR names the resource it saves or the
+    title is about measuring (a profiler, a metric: the tag names the tooling); one tagged
+    [torch.compile] promises the mode unless a sentence already does."""
     said = {p.category for p in promises}
+    if MEASURING.search(clean_title(title)):
+        said |= set(RESOURCE_CATEGORIES)
     return [
         ExtractedPromise(category=category, quote=clean_title(title)[:MAX_QUOTE_CHARS])
         for category, pattern in TITLE_TAGS.items()

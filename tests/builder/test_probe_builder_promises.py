@@ -192,6 +192,20 @@ def test_a_perf_tag_is_a_time_promise_only_when_no_resource_is_named():
 
 
 @pytest.mark.parametrize(
+    ("title", "time"),
+    [
+        ("[perf] feat: speed up the rollout loop", True),
+        # the tag names the module of profilers and metrics: measuring promises no speed
+        ("[perf] fix: fix npu profiler and add mstx UT", False),
+        ("[perf] feat: log step metrics to wandb", False),
+    ],
+)
+def test_a_perf_tag_on_a_title_about_measuring_promises_no_time(title, time):
+    found = {p.category for p in extract_promises(title, "")}
+    assert (PromiseCategory.time in found) is time
+
+
+@pytest.mark.parametrize(
     "sentence",
     [
         "Add tests and show that the loss matches the reference.",
