@@ -9,7 +9,8 @@ test globs, the test patch profiled and the contract read, as
 judged; nothing runs. Printed: agreement overall and per category; how often
 ``checked`` is said and how often it is right; and the report's claim, "not
 checked" (exercised or unchecked) for resource, state and mode promises, as
-precision and recall against the labels.
+precision and recall against the labels; then the same per repository, when
+several have a mirror.
 
 The holdout is sealed: its figures are printed in aggregate only, and
 ``--misses`` lists dev disagreements only. Usage::
@@ -417,11 +418,24 @@ def main(argv: list[str] | None = None) -> int:
         print(NO_MIRROR.format(repos=repos))
         return 0
     wanted = [DEV, HOLDOUT] if args.split == "all" else [args.split]
-    scores = {split: evaluate([i for i in items if i.split == split], mirrors) for split in wanted}
-    print(render(scores.get(DEV, VerdictScore()), scores.get(HOLDOUT, VerdictScore())))
+    chosen = [i for i in items if i.split in wanted]
+    said = rule_verdicts(chosen, mirrors)
+    print(render(*_by_split(chosen, said)))
+    repositories = sorted({i.repository for i in chosen if i.repository in mirrors})
+    for repository in repositories if len(repositories) > 1 else []:
+        own = [i for i in chosen if i.repository == repository]
+        print(f"\n== {repository}\n{render(*_by_split(own, said))}")
     if args.misses:
-        print("\n" + "\n".join(scores[DEV].misses))
+        print("\n" + "\n".join(_by_split(chosen, said)[0].misses))
     return 0
+
+
+def _by_split(
+    items: Sequence[VerdictItem], said: Mapping[str, Sequence[PromiseVerdict] | None]
+) -> tuple[VerdictScore, VerdictScore]:
+    """The dev and holdout scores of ``items`` (an empty score for a split not among them)."""
+    dev, holdout = ([i for i in items if i.split == s] for s in (DEV, HOLDOUT))
+    return score(dev, said), score(holdout, said)
 
 
 if __name__ == "__main__":

@@ -651,6 +651,28 @@ def test_verdict_bench_prints_dev_misses_beside_the_table(tmp_path, capsys):
     assert "'checked' right" in out
 
 
+def test_verdict_bench_prints_each_repository_beside_the_whole(tmp_path, capsys):
+    import shutil
+
+    from bench.verdict_eval import main
+
+    repo, data = _bench_repo(tmp_path)
+    other = tmp_path / "other"
+    shutil.copytree(repo, other)  # the same PR, under a second repository's name
+    (data / "other.yaml").write_text(BENCH_ITEMS.replace("acme/lib", "acme/other"))
+    with (data / "verdicts.yaml").open("a") as verdicts:
+        verdicts.write(BENCH_VERDICTS.replace("acme/lib", "acme/other"))
+    mirrors = ["--mirror", f"acme/lib={repo}", "--mirror", f"acme/other={other}"]
+    assert main(["--dir", str(data), *mirrors, "--split", "dev"]) == 0
+    tables = capsys.readouterr().out.split("\n== ")
+    assert [t.splitlines()[0] for t in tables[1:]] == ["acme/lib", "acme/other"]
+    assert "items judged: dev 2 (skipped 0)" in tables[0]
+    assert all("items judged: dev 1 (skipped 0)" in t for t in tables[1:])
+    # one repository: its table is the whole, printed once
+    assert main(["--dir", str(data), "--mirror", f"acme/lib={repo}", "--split", "dev"]) == 0
+    assert "\n== " not in capsys.readouterr().out
+
+
 SECOND_READER = """
 - id: "acme/lib#7"
   split: dev
