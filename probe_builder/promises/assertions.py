@@ -201,15 +201,19 @@ class AssertionProfile:
     assertions: tuple[AssertionSite, ...]
     tests: tuple[TestTraits, ...]
     unparsed: tuple[str, ...] = ()  # test files this Python cannot parse
+    # A helper's assertions seen from each call a test makes to it (see ``through_calls``).
+    called: tuple[AssertionSite, ...] = ()
 
     def counts(self) -> dict[AssertionKind, int]:
         counter = Counter(a.kind for a in self.assertions)
         return {kind: counter.get(kind, 0) for kind in AssertionKind}
 
     def in_test(self, test: TestTraits) -> list[AssertionSite]:
-        """The test's assertions and those of the helpers of its file that it calls."""
+        """The test's assertions, those of the helpers of its file that it calls, and those
+        helpers' assertions as seen from the test's calls."""
         names = {test.name, *test.helpers}
-        return [a for a in self.assertions if a.path == test.path and a.test in names]
+        own = [a for a in self.assertions if a.path == test.path and a.test in names]
+        return own + [a for a in self.called if a.path == test.path and a.test == test.name]
 
 
 # What a file's helpers return a measurement of: by position in a returned tuple, or None
@@ -796,7 +800,59 @@ def profile_source(
             for h in sorted(helpers)
         ]
         tests.append(_merged(own, used))
-    return AssertionProfile(tuple(_through_helpers(sites, functions, module)), tuple(tests))
+    sites = _through_helpers(sites, functions, module)
+    names = {t.name for t in tests}
+    views = [
+        view
+        for qualname, node in touched
+        if qualname in names
+        for view in through_calls(qualname, node, sites, functions, module)
+    ]
+    return AssertionProfile(tuple(sites), tuple(tests), called=tuple(views))
+
+
+def through_calls(
+    qualname: str,
+    function: ast.AST,
+    sites: Sequence[AssertionSite],
+    functions: Mapping[str, ast.AST],
+    module: dict[str, set[str]],
+) -> list[AssertionSite]:
+    """The assertions of the helpers ``function`` calls, seen from each call: at the call's
+    line, computed from what the test passes too. ``_check_restored(model, snapshot)`` after
+    a save and a load asserts on the loaded model; the helper's own lines say neither."""
+    depends = dependencies(function, module)
+    views = []
+    for helper, call in _helper_calls(function, functions, qualname):
+        passed = depends_on(
+            ast.Tuple(elts=[*call.args, *(k.value for k in call.keywords)]), depends
+        )
+        own = helper.rsplit(".", 1)[-1]
+        views += [
+            replace(
+                site,
+                line=call.lineno,
+                test=qualname,
+                text=f"{helper}(...): {site.text}",
+                depends_on=site.depends_on | passed,
+            )
+            for site in sites
+            if site.test.rsplit(".", 1)[-1] == own
+        ]
+    return views
+
+
+def _helper_calls(
+    function: ast.AST, functions: Mapping[str, ast.AST], qualname: str
+) -> Iterable[tuple[str, ast.Call]]:
+    """(helper, call) for every call ``function`` makes to another function of its file."""
+    for node in ast.walk(function):
+        name = call_name(node) if isinstance(node, ast.Call) else None
+        if not name or not isinstance(node, ast.Call):
+            continue
+        helper = name if name in functions else name.rsplit(".", 1)[-1]
+        if helper in functions and helper != qualname:
+            yield helper, node
 
 
 def _through_helpers(
@@ -854,6 +910,7 @@ def profile_test_patch(test_files: Sequence[FileDiff], *, head: TreeReader) -> A
     """Profile the added assertions of every Python file of a PR's test patch."""
     sites: list[AssertionSite] = []
     tests: list[TestTraits] = []
+    called: list[AssertionSite] = []
     unparsed: list[str] = []
     for file in test_files:
         text = head.read(file.path) if file.is_python and not file.is_deleted else None
@@ -866,4 +923,5 @@ def profile_test_patch(test_files: Sequence[FileDiff], *, head: TreeReader) -> A
             continue
         sites.extend(profile.assertions)
         tests.extend(profile.tests)
-    return AssertionProfile(tuple(sites), tuple(tests), tuple(unparsed))
+        called.extend(profile.called)
+    return AssertionProfile(tuple(sites), tuple(tests), tuple(unparsed), tuple(called))

@@ -423,6 +423,66 @@ def test_a_value_asserted_after_a_save_and_load_checks_a_state_promise():
     assert _verdict(PromiseCategory.state, quote, code) is PromiseVerdict.exercised
 
 
+HELPER_AFTER_LOAD_TEST = """
+from pkg import Store
+
+
+def _assert_holds(store, key, value):
+    assert store.get(key) == value
+
+
+def test_state_survives_save_and_load(tmp_path):
+    store = Store()
+    store.put("a", 1)
+    {before}
+    store.save_checkpoint(tmp_path)
+    restored = Store.load_checkpoint(tmp_path)
+    {after}
+"""
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "verdict"),
+    [
+        # the helper asserts on the restored store: its assertion, seen from the call
+        ("pass", '_assert_holds(restored, "a", 1)', PromiseVerdict.checked),
+        # called before the save, on the store as it was: nothing after the load
+        ('_assert_holds(store, "a", 1)', "pass", PromiseVerdict.exercised),
+    ],
+)
+def test_a_helper_called_after_a_save_and_load_asserts_on_what_it_is_given(before, after, verdict):
+    # The helper's own line precedes the test and names neither the load nor the store: a
+    # verdict that reads helpers only where they are defined says exercised for both.
+    source = HELPER_AFTER_LOAD_TEST.format(before=before, after=after)
+    code = _code(source, "Store.save_checkpoint", "Store.load_checkpoint")
+    quote = "load_checkpoint resumes what save_checkpoint wrote"
+    assert _verdict(PromiseCategory.state, quote, code) is verdict
+
+
+def test_a_helpers_assertions_seen_from_its_calls_reach_the_verdict_of_a_real_patch(tmp_path):
+    # The same through the patch: profile_test_patch carries every file's views of helpers.
+    from probe_builder.material.contract import extract_contract
+    from probe_builder.promises.linking import code_under_test
+
+    store = "class Store:\n    def save_checkpoint(self, path):\n        pass\n"
+    change = {
+        "pkg/__init__.py": "from pkg.store import Store\n",
+        "pkg/store.py": store + "\n    @classmethod\n    def load_checkpoint(cls, path):\n"
+        "        return cls()\n",
+        "tests/test_store.py": HELPER_AFTER_LOAD_TEST.format(
+            before="pass", after='_assert_holds(restored, "a", 1)'
+        ),
+    }
+    pr = make_pr(tmp_path, {"pkg/__init__.py": "", "pkg/store.py": store}, change)
+    contract = extract_contract(
+        pr.split.golden_files, base=pr.base_tree, head=pr.head_tree, sources={}
+    )
+    code = code_under_test(pr.split, head=pr.head_tree, contract=contract)
+    assert code.profile.called, "the helper's assertion, seen from the test's call"
+    quote = "load_checkpoint resumes what save_checkpoint wrote"
+    assert _verdict(PromiseCategory.state, quote, code) is PromiseVerdict.checked
+
+
 HELPER_TEST = """
 import torch
 from pkg import fused_loss
