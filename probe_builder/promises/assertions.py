@@ -820,26 +820,35 @@ def through_calls(
 ) -> list[AssertionSite]:
     """The assertions of the helpers ``function`` calls, seen from each call: at the call's
     line, computed from what the test passes too. ``_check_restored(model, snapshot)`` after
-    a save and a load asserts on the loaded model; the helper's own lines say neither."""
+    a save and a load asserts on the loaded model; the helper's own lines say neither. Only
+    the last few calls of each helper are seen (a test that calls a checker a thousand times
+    is judged on its last calls, in bounded time and memory)."""
+    by_helper: dict[str, list[AssertionSite]] = {}
+    for site in sites:
+        by_helper.setdefault(site.test.rsplit(".", 1)[-1], []).append(site)
+    calls: dict[str, list[ast.Call]] = {}
+    for helper, call in _helper_calls(function, functions, qualname):
+        calls.setdefault(helper, []).append(call)
     depends = dependencies(function, module)
     views = []
-    for helper, call in _helper_calls(function, functions, qualname):
-        passed = depends_on(
-            ast.Tuple(elts=[*call.args, *(k.value for k in call.keywords)]), depends
-        )
-        own = helper.rsplit(".", 1)[-1]
-        views += [
-            replace(
-                site,
-                line=call.lineno,
-                test=qualname,
-                text=f"{helper}(...): {site.text}",
-                depends_on=site.depends_on | passed,
-            )
-            for site in sites
-            if site.test.rsplit(".", 1)[-1] == own
-        ]
+    for helper, made in calls.items():
+        for call in sorted(made, key=lambda c: c.lineno)[-CALLS_SEEN:]:
+            values = [*call.args, *(k.value for k in call.keywords)]
+            passed = depends_on(ast.Tuple(elts=values), depends)
+            views += [
+                replace(
+                    site,
+                    line=call.lineno,
+                    test=qualname,
+                    text=f"{helper}(...): {site.text}",
+                    depends_on=site.depends_on | passed,
+                )
+                for site in by_helper.get(helper.rsplit(".", 1)[-1], ())
+            ]
     return views
+
+
+CALLS_SEEN = 4
 
 
 def _helper_calls(

@@ -459,6 +459,17 @@ def test_a_helper_called_after_a_save_and_load_asserts_on_what_it_is_given(befor
     assert _verdict(PromiseCategory.state, quote, code) is verdict
 
 
+def test_a_helper_called_many_times_is_seen_from_its_last_calls_only():
+    from probe_builder.promises.assertions import CALLS_SEEN
+
+    helper = "def _check(x):\n    assert x.a() == 1\n    assert x.b() == 2\n\n\n"
+    test = "def test_many(obj):\n" + "    _check(obj)\n" * 500
+    profile = profile_source("tests/test_h.py", helper + test)
+    assert len(profile.called) == 2 * CALLS_SEEN  # not 2 * 500
+    last = 6 + 500  # the test's first line, then one call a line
+    assert max(v.line for v in profile.called) == last
+
+
 def test_a_helpers_assertions_seen_from_its_calls_reach_the_verdict_of_a_real_patch(tmp_path):
     # The same through the patch: profile_test_patch carries every file's views of helpers.
     from probe_builder.material.contract import extract_contract
