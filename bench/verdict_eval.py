@@ -420,13 +420,14 @@ def main(argv: list[str] | None = None) -> int:
     wanted = [DEV, HOLDOUT] if args.split == "all" else [args.split]
     chosen = [i for i in items if i.split in wanted]
     said = rule_verdicts(chosen, mirrors)
-    print(render(*_by_split(chosen, said)))
+    whole = _by_split(chosen, said)
+    print(render(*whole))
     repositories = sorted({i.repository for i in chosen if i.repository in mirrors})
     for repository in repositories if len(repositories) > 1 else []:
         own = [i for i in chosen if i.repository == repository]
         print(f"\n== {repository}\n{render(*_by_split(own, said))}")
     if args.misses:
-        print("\n" + "\n".join(_by_split(chosen, said)[0].misses))
+        print("\n" + "\n".join(whole[0].misses))
     return 0
 
 

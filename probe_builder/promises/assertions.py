@@ -730,13 +730,10 @@ def _helpers_called(
     seen: set[str] = set()
     todo = [function]
     while todo:
-        for node in ast.walk(todo.pop()):
-            name = call_name(node) if isinstance(node, ast.Call) else None
-            last = name.rsplit(".", 1)[-1] if name else None
-            for candidate in (name, last):
-                if candidate in functions and candidate not in seen and candidate != qualname:
-                    seen.add(candidate)
-                    todo.append(functions[candidate])
+        for helper, _ in _helper_calls(todo.pop(), functions, qualname):
+            if helper not in seen:
+                seen.add(helper)
+                todo.append(functions[helper])
     return frozenset(seen)
 
 
@@ -826,13 +823,14 @@ def through_calls(
     by_helper: dict[str, list[AssertionSite]] = {}
     for site in sites:
         by_helper.setdefault(site.test.rsplit(".", 1)[-1], []).append(site)
-    calls: dict[str, list[ast.Call]] = {}
+    calls: dict[str, dict[int, tuple[str, ast.Call]]] = {}
     for helper, call in _helper_calls(function, functions, qualname):
-        calls.setdefault(helper, []).append(call)
+        # a call that names its helper two ways ("mod.f" and "f") is one call
+        calls.setdefault(helper.rsplit(".", 1)[-1], {}).setdefault(id(call), (helper, call))
     depends = dependencies(function, module)
     views = []
-    for helper, made in calls.items():
-        for call in sorted(made, key=lambda c: c.lineno)[-CALLS_SEEN:]:
+    for own, made in calls.items():
+        for helper, call in sorted(made.values(), key=lambda c: c[1].lineno)[-CALLS_SEEN:]:
             values = [*call.args, *(k.value for k in call.keywords)]
             passed = depends_on(ast.Tuple(elts=values), depends)
             views += [
@@ -843,7 +841,7 @@ def through_calls(
                     text=f"{helper}(...): {site.text}",
                     depends_on=site.depends_on | passed,
                 )
-                for site in by_helper.get(helper.rsplit(".", 1)[-1], ())
+                for site in by_helper.get(own, ())
             ]
     return views
 
@@ -854,14 +852,15 @@ CALLS_SEEN = 4
 def _helper_calls(
     function: ast.AST, functions: Mapping[str, ast.AST], qualname: str
 ) -> Iterable[tuple[str, ast.Call]]:
-    """(helper, call) for every call ``function`` makes to another function of its file."""
+    """(helper, call) for every call ``function`` makes to another function of its file, by
+    the call's dotted name, then by its last part (``self._check`` is ``_check``)."""
     for node in ast.walk(function):
         name = call_name(node) if isinstance(node, ast.Call) else None
         if not name or not isinstance(node, ast.Call):
             continue
-        helper = name if name in functions else name.rsplit(".", 1)[-1]
-        if helper in functions and helper != qualname:
-            yield helper, node
+        for helper in dict.fromkeys((name, name.rsplit(".", 1)[-1])):
+            if helper in functions and helper != qualname:
+                yield helper, node
 
 
 def _through_helpers(

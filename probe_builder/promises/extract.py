@@ -295,10 +295,11 @@ def _tagged_title(title: str, promises: list[ExtractedPromise]) -> list[Extracte
     title is about measuring (a profiler, a metric: the tag names the tooling); one tagged
     [torch.compile] promises the mode unless a sentence already does."""
     said = {p.category for p in promises}
-    if MEASURING.search(clean_title(title)):
+    quote = clean_title(title)
+    if MEASURING.search(quote):
         said |= set(RESOURCE_CATEGORIES)
     return [
-        ExtractedPromise(category=category, quote=clean_title(title)[:MAX_QUOTE_CHARS])
+        ExtractedPromise(category=category, quote=quote[:MAX_QUOTE_CHARS])
         for category, pattern in TITLE_TAGS.items()
         if pattern.search(title) and not _said(category, said)
     ]

@@ -237,11 +237,11 @@ def _bears_on(site: AssertionSite, aspect: frozenset[str]) -> bool:
     return bool(words & aspect)
 
 
-def _named_for(promise: ExtractedPromise, test: TestTraits) -> bool:
+def _named_for(quote_words: frozenset[str], test: TestTraits) -> bool:
     """The test's own name uses several words of the quote (``test_tied_parameters_share_one
     _weight`` for "Fix tied parameters"): it was written for this promise."""
     own = words_of(test.name.rsplit(".", 1)[-1])
-    return len(own & words_of(promise.quote)) >= NAMED_FOR_WORDS
+    return len(own & quote_words) >= NAMED_FOR_WORDS
 
 
 NAMED_FOR_WORDS = 2
@@ -309,7 +309,8 @@ def _checking_site(
             if found is not None:
                 return found
     changed = frozenset(s.name for s in code.symbols)
-    named_for = [t for t in code.profile.tests if _named_for(promise, t)]
+    quote_words = words_of(promise.quote)
+    named_for = [t for t in code.profile.tests if _named_for(quote_words, t)]
     return _check_in(promise, named_for, _sites_for(promise, code, changed, None))
 
 
