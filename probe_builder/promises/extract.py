@@ -38,6 +38,7 @@ from probe_builder.promises.phrases import (
     DOCS_WORDS,
     ERROR_CLAIM,
     FEATURE_VERB,
+    HOUSEKEEPING_CLAUSE,
     LIMITATION,
     LISTED_COMPONENT,
     LONG_DECIMAL,
@@ -313,10 +314,14 @@ def _said(category: PromiseCategory, said: set[PromiseCategory]) -> bool:
 
 def _docs_only(title: str) -> bool:
     """A docs or CI title, unless another of its clauses names code work ("improve docs, fix
-    X and optimize Y"): that clause promises like any title."""
+    X and optimize Y"): that clause promises like any title. So is a title every clause of
+    which is about the PR's tests or tidying ("Perf tests", "limit ruff checks and enable push
+    tests")."""
+    clauses = TITLE_CLAUSE.split(clean_title(title))
+    if all(HOUSEKEEPING_CLAUSE.search(c) or DOCS_ONLY_TITLE.search(c) for c in clauses):
+        return True
     if not DOCS_ONLY_TITLE.search(title):
         return False
-    clauses = TITLE_CLAUSE.split(clean_title(title))
     return len(clauses) < 2 or not any(
         FEATURE_VERB.search(c) and not DOCS_ONLY_TITLE.search(c) and not DOCS_WORDS.search(c)
         for c in clauses

@@ -418,6 +418,14 @@ DOCS_ONLY_TITLE = re.compile(
     r"|\b(on-?call|codeowners|review process|contributing guide|release notes)\b",
     re.I,
 )
+# A title clause about the PR's own tests or tidying ("Perf tests", "enforce pass thresholds",
+# "Miscellaneous inference cleanup", "limit ruff checks"): no behaviour of the code.
+HOUSEKEEPING_CLAUSE = rx(
+    r"\btests?\s*$",
+    r"\bpass(ing)? thresholds?\b",
+    r"\bclean-?ups?\s*$",
+    r"\b(ruff|mypy|flake8|isort|black) (checks?|rules?|config\w*)\b",
+)
 QUANTITY = rx(
     r"(?:up to\s+)?\d+(?:\.\d+)?\s*"
     r"(?:[x\u00d7](?![a-z])|%|percent\b|[GMK]i?B\b|ms\b|seconds?\b|times\b)",

@@ -402,6 +402,28 @@ def test_a_title_promises_its_code_clauses_beside_a_docs_clause():
     ]
 
 
+@pytest.mark.parametrize(
+    "title",
+    [
+        "Perf tests",
+        "Weekly GPT tests",
+        "enforce correct pass thresholds for deterministic and approximate tests",
+        "Miscellaneous inference cleanup",
+        "limit ruff checks and enable push tests",
+    ],
+)
+def test_a_title_about_the_prs_tests_or_tidying_promises_nothing(title):
+    assert extract_promises(title, "") == []
+
+
+def test_a_title_with_a_code_clause_beside_a_tests_clause_promises_the_code():
+    title = "Speed up the sampler and add determinism tests"
+    assert [p.category for p in extract_promises(title, "")] == [PromiseCategory.time]
+    assert [
+        p.category for p in extract_promises("Add container class for config dataclasses", "")
+    ] == [PromiseCategory.functional]
+
+
 def test_merge_order_notes_and_warning_sections_are_not_promises():
     assert _body_categories("Should be merged after the cache manager change lands.") == []
     assert _body_categories("## Warning\nResuming may lose the in-flight samples on restore.") == []
