@@ -273,9 +273,22 @@ def rule_verdicts(
             said[item.id] = None
             continue
         code = code_at(index.repo, commit, test_globs)
-        promises = [ExtractedPromise(category=p.category, quote=p.quote) for p in item.promises]
-        said[item.id] = judge(promises, code)
+        said[item.id] = judge(as_extracted(item), code)
     return said
+
+
+def as_extracted(item: VerdictItem) -> list[ExtractedPromise]:
+    """The labelled promises as the extractor gives them: a quote from the title at the
+    title's position (0), any other after it."""
+    title = " ".join(item.title.split())
+    return [
+        ExtractedPromise(
+            category=p.category,
+            quote=p.quote,
+            position=0 if " ".join(p.quote.split()) in title else 1,
+        )
+        for p in item.promises
+    ]
 
 
 def score(
