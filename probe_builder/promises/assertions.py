@@ -194,7 +194,6 @@ class TestTraits:
     helpers: frozenset[str] = frozenset()  # functions of its own file it calls
     round_trip_line: int | None = None  # a load after a save
     modules: frozenset[str] = frozenset()  # modules it takes names from, through its file's imports
-    new: bool = False  # the PR adds the whole function
 
 
 @dataclass(frozen=True)
@@ -778,13 +777,9 @@ def profile_source(
         functions[definition.qualname] = definition.node
         functions.setdefault(definition.node.name, definition.node)
     returned = returned_observables(functions)
-    whole: set[str] = set()  # functions every line of which the PR adds
     for definition in definitions:
-        lines = set(definition.lines())
-        if added is not None and not lines & added:
+        if added is not None and not set(definition.lines()) & added:
             continue
-        if added is None or lines <= added:
-            whole.add(definition.qualname)
         touched.append((definition.qualname, definition.node))
         sites.extend(_sites(source, definition.qualname, definition.node, added, module, returned))
     asserting = {s.test for s in sites}
@@ -796,10 +791,7 @@ def profile_source(
         if not (name.startswith("test") or qualname in asserting or entry):
             continue
         helpers = _helpers_called(node, functions, qualname)
-        own = replace(
-            _traits(path, qualname, node, helpers, module, imports, bases),
-            new=qualname in whole,
-        )
+        own = _traits(path, qualname, node, helpers, module, imports, bases)
         used = [
             _traits(path, h, functions[h], frozenset(), module, imports, bases)
             for h in sorted(helpers)

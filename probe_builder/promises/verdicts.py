@@ -10,9 +10,7 @@ text, its test's name or its inputs use a word of that: "blockwise" in "support
 'blockwise' tp_mode" for a test of the function that reads the flag). When the
 quote names no changed symbol the link is weak: only a test named for the
 promise (its name uses several words of the quote), on an assertion computed
-from changed code, can check it; so can, for a functional promise the PR's title makes
-(its purpose), a test the PR adds whole whose name or file uses a word of the title.
-``checked`` needs an added assertion on the
+from changed code, can check it. ``checked`` needs an added assertion on the
 promise's observable: memory promises an assertion that reads a memory API,
 time promises a timer, traffic promises counted bytes or calls in a test that
 talks to a communication primitive, state promises a value asserted after a
@@ -298,9 +296,6 @@ def _checking_site(
        names (an assertion on the helper alone checks the helper).
     3. A test named for the promise, on an assertion computed from any changed code: the
        only check a promise that names no changed symbol (a weak link) can have.
-    4. For a functional promise the title makes (position 0: the title is the PR's purpose),
-       a test the PR adds whole whose name or file uses a word of the title, on an
-       assertion computed from changed code.
     """
     if linked.strong:
         found = _check_in(promise, tests, _sites_for(promise, code, linked.names, None))
@@ -316,17 +311,7 @@ def _checking_site(
     changed = frozenset(s.name for s in code.symbols)
     quote_words = words_of(promise.quote)
     named_for = [t for t in code.profile.tests if _named_for(quote_words, t)]
-    found = _check_in(promise, named_for, _sites_for(promise, code, changed, None))
-    if found is None and promise.position == 0 and promise.category is PromiseCategory.functional:
-        written = [t for t in code.profile.tests if _written_for_the_title(quote_words, t)]
-        found = _check_in(promise, written, _sites_for(promise, code, changed, None))
-    return found
-
-
-def _written_for_the_title(quote_words: frozenset[str], test: TestTraits) -> bool:
-    """A test the PR adds whole whose name or file uses a word of the title: the title says
-    what the PR is for, and a new test about it was written to check that."""
-    return test.new and bool((words_of(test.path) | words_of(test.name)) & quote_words)
+    return _check_in(promise, named_for, _sites_for(promise, code, changed, None))
 
 
 def _exercised_by(linked: Link, code: CodeUnderTest, tests: list[TestTraits]) -> str | None:

@@ -273,12 +273,8 @@ def _code(source: str, *symbols: str, docs: dict[str, str] | None = None) -> Cod
     )
 
 
-def _verdict(
-    category: PromiseCategory, quote: str, code: CodeUnderTest, position: int = 1
-) -> PromiseVerdict:
-    """The verdict on a promise of a description sentence (position 0 is the title's)."""
-    promise = ExtractedPromise(category=category, quote=quote, position=position)
-    return judge_promises([promise], code)[0].verdict
+def _verdict(category: PromiseCategory, quote: str, code: CodeUnderTest) -> PromiseVerdict:
+    return judge_promises([ExtractedPromise(category=category, quote=quote)], code)[0].verdict
 
 
 def test_promises_are_unchecked_when_no_added_test_touches_the_changed_code():
@@ -1195,58 +1191,3 @@ def test_a_test_named_for_the_promise_checks_it_without_a_link(name, value, verd
     # for the promise (its name uses several of the quote's words) can check it.
     code = _code(NAMED_FOR_TEST.format(name=name, value=value), "Shard", "other.Unused")
     assert _verdict(PromiseCategory.functional, "Fix tied parameters", code) is verdict
-
-
-TITLE_TEST = """
-from pkg import Shard
-
-
-def test_{name}(model):
-    shard = Shard(model)
-    assert {value} == 1
-"""
-
-
-@pytest.mark.parametrize(
-    ("name", "value", "position", "category", "verdict"),
-    [
-        # the title's promise, a whole new test about it, a value computed from changed code
-        ("tied_once", "shard.weight_count", 0, PromiseCategory.functional, PromiseVerdict.checked),
-        # a description sentence is not the PR's purpose: one shared word is no name for it
-        (
-            "tied_once",
-            "shard.weight_count",
-            1,
-            PromiseCategory.functional,
-            PromiseVerdict.exercised,
-        ),
-        # a new test about something else
-        (
-            "loader_once",
-            "shard.weight_count",
-            0,
-            PromiseCategory.functional,
-            PromiseVerdict.exercised,
-        ),
-        # about the title, but its value is not computed from any changed code
-        ("tied_once", "len(model.layers)", 0, PromiseCategory.functional, PromiseVerdict.exercised),
-        # a title's state promise still needs its own observable
-        ("tied_once", "shard.weight_count", 0, PromiseCategory.state, PromiseVerdict.exercised),
-    ],
-)
-def test_a_new_test_about_the_title_checks_its_functional_promise(
-    name, value, position, category, verdict
-):
-    code = _code(TITLE_TEST.format(name=name, value=value), "Shard", "other.Unused")
-    assert _verdict(category, "Fix tied parameters", code, position) is verdict
-
-
-def test_a_test_the_pr_only_edits_is_not_written_for_the_title():
-    source = textwrap.dedent(TITLE_TEST.format(name="tied_once", value="shard.weight_count"))
-    added = [i for i, line in enumerate(source.splitlines(), 1) if "assert" in line]
-    profile = profile_source("tests/test_p.py", source, added)
-    assert [t.new for t in profile.tests] == [False]
-    code = CodeUnderTest(profile, (changed_symbol("Shard", None, "Shard.py"),))
-    verdict = _verdict(PromiseCategory.functional, "Fix tied parameters", code, 0)
-    assert verdict is PromiseVerdict.exercised
-    assert [t.new for t in profile_source("tests/test_p.py", source).tests] == [True]
