@@ -10,7 +10,7 @@ repository and for the title-only slice (items with an empty description).
 
 The holdout was sealed when it was labelled: its figures may be printed, its
 misses may not be read while rules change, so ``--misses`` lists dev misses
-only.
+only, and ``--split dev`` scores dev alone (its holdout columns stay empty).
 
 ``--agreement`` scores a second labeller's promises for a subset of both
 splits (``agreement/dev.yaml``, ``agreement/holdout.yaml``, labelled blind to
@@ -376,7 +376,8 @@ def main(argv: list[str] | None = None) -> int:
         except AgreementError as error:
             parser.error(str(error))
         return 0
-    print(report(items))
+    # --split dev scores dev alone: the holdout stays sealed while rules change
+    print(report(items if args.split == "all" else [i for i in items if i.split == args.split]))
     if args.misses:
         print("\n" + "\n".join(evaluate([i for i in items if i.split == DEV]).misses))
     return 0

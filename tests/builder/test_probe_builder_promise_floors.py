@@ -249,3 +249,16 @@ def test_one_item_file_is_scored_alone_and_an_unknown_one_is_refused(tmp_path, c
     err = capsys.readouterr().err
     assert "--file verdicts.yaml: no such item file" in err
     assert "(name one of: batch.yaml, older.yaml)" in err
+
+
+def test_one_split_is_scored_alone(tmp_path, capsys):
+    item = "- id: {id}\n  split: {split}\n  title: Cut peak memory\n  description: ''\n  promises: []\n"
+    (tmp_path / "batch.yaml").write_text(
+        item.format(id="o/r#1", split="dev") + item.format(id="o/r#2", split="holdout")
+    )
+    assert main(["--dir", str(tmp_path), "--split", "dev"]) == 0
+    assert "== all: dev 1 items, holdout 0 items" in capsys.readouterr().out
+    assert main(["--dir", str(tmp_path), "--split", "holdout"]) == 0
+    assert "== all: dev 0 items, holdout 1 items" in capsys.readouterr().out
+    assert main(["--dir", str(tmp_path)]) == 0
+    assert "== all: dev 1 items, holdout 1 items" in capsys.readouterr().out
