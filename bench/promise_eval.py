@@ -377,9 +377,10 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(str(error))
         return 0
     # --split dev scores dev alone: the holdout stays sealed while rules change
-    print(report(items if args.split == "all" else [i for i in items if i.split == args.split]))
-    if args.misses:
-        print("\n" + "\n".join(evaluate([i for i in items if i.split == DEV]).misses))
+    chosen = [i for i in items if args.split in ("all", i.split)]
+    print(report(chosen))
+    if args.misses:  # only with --split dev: chosen is the dev items
+        print("\n" + "\n".join(evaluate(chosen).misses))
     return 0
 
 
