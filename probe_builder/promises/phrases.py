@@ -95,6 +95,8 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\bspeed[- ]?ups?\b|\bspeeds? up\b|\bfaster\b|\baccelerat\w*|\bthroughput\b|\blatency\b",
         r"\b(improv|better|boost|optimi[sz])\w*\s+(\w+\s+){0,3}performance\b",
         r"\bperformance (improvement|gain|optimi[sz]ation|now scales)",
+        # the same said the other way round: "the performance is usually better than ..."
+        r"\bperformance (is|was|are|stays|remains) (\w+ ){0,2}(better|higher|comparable)\b",
         r"\bscal(es|ing) (much |far )?better\b",
         r"^perf\b|^optimi[sz]e\b(?![^.]*\bmemory\b)",
         r"\boverlap(s|ped|ping)?\b",

@@ -378,6 +378,19 @@ def test_a_collectives_name_is_not_the_verb_reduce():
     )
 
 
+@pytest.mark.parametrize(
+    ("sentence", "time"),
+    [
+        ("The performance is usually better than the FP8 KV path with bf16.", True),
+        ("In terms of runtime, the performance is comparable to the original method.", True),
+        ("Performance was measured on one node with the default settings.", False),
+        ("The performance of the old path is unchanged.", False),
+    ],
+)
+def test_performance_said_better_after_the_word_is_a_time_promise(sentence, time):
+    assert (PromiseCategory.time in _body_categories(sentence)) is time
+
+
 def test_time_cut_is_a_time_promise_but_time_in_passing_is_not():
     assert PromiseCategory.time in _body_categories("Improvements on graph capture time.")
     assert PromiseCategory.time not in _body_categories(
