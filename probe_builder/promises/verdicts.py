@@ -12,8 +12,9 @@ quote names no changed symbol the link is weak: only a test named for the
 promise (its name uses several words of the quote), on an assertion computed
 from changed code, can check it. ``checked`` needs an added assertion on the
 promise's observable: memory promises an assertion that reads a memory API,
-time promises a timer, traffic promises counted bytes or calls in a test that
-talks to a communication primitive, state promises a value asserted after a
+time promises a timer (a promise that work is skipped: a counted call),
+traffic promises counted bytes or calls in a test that talks to a
+communication primitive, state promises a value asserted after a
 reset of a repeatedly used object or after a save and a load (or, for state
 kept across calls rather than changed, a later call's result compared with an
 earlier one's), mode promises an assertion in a test that captures, replays or
@@ -113,6 +114,21 @@ def _time(test: TestTraits, sites: list[AssertionSite]) -> AssertionSite | None:
     return _first(sites, kinds=[AssertionKind.resource], observables=[Observable.time])
 
 
+# A time promise that work is no longer done (skipped, gated, avoided, deferred, cached, done
+# once): a counted call (``assert_not_called``, ``call_count == 1``) observes that work.
+SKIPPED_WORK = re.compile(
+    r"\b(avoid\w*|skip\w*|gat(e|es|ed|ing)|eliminat\w*|redundant|unnecessary|lazy|lazily"
+    r"|defer\w*|cach(e|es|ed|ing)|no longer|only once)\b",
+    re.I,
+)
+
+
+def _time_or_skipped_calls(test: TestTraits, sites: list[AssertionSite]) -> AssertionSite | None:
+    return _first(
+        sites, kinds=[AssertionKind.resource], observables=[Observable.time, Observable.calls]
+    )
+
+
 def _traffic(test: TestTraits, sites: list[AssertionSite]) -> AssertionSite | None:
     if not test.talks_comm:
         return None
@@ -166,6 +182,8 @@ def _rule(promise: ExtractedPromise) -> Rule:
         return _state_across_calls
     if promise.category is PromiseCategory.functional and RAISES.search(promise.quote):
         return _raises
+    if promise.category is PromiseCategory.time and SKIPPED_WORK.search(promise.quote):
+        return _time_or_skipped_calls
     return RULES[promise.category]
 
 

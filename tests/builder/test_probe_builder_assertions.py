@@ -264,6 +264,33 @@ def test_reset_without_an_assertion_after_it_does_not_check_state():
     )
 
 
+SKIPPED_WORK_TEST = """
+from unittest import mock
+from pkg import log_rank
+
+
+def test_rank_query_skipped_when_disabled(logger):
+    with mock.patch("pkg.get_rank") as get_rank:
+        log_rank(logger, "message")
+    get_rank.assert_not_called()
+"""
+
+
+@pytest.mark.parametrize(
+    ("quote", "verdict"),
+    [
+        # the work a promise says is skipped is observed by the call asserted not made
+        ("Gate the expensive rank query behind the log level", PromiseVerdict.checked),
+        ("Avoid the redundant rank lookup on every log call", PromiseVerdict.checked),
+        # a call count says nothing of a speed-up that skips no work
+        ("Faster logging with a new formatter", PromiseVerdict.exercised),
+    ],
+)
+def test_a_call_asserted_not_made_checks_a_time_promise_that_work_is_skipped(quote, verdict):
+    code = _code(SKIPPED_WORK_TEST, "log_rank")
+    assert _verdict(PromiseCategory.time, f"{quote} in log_rank", code) is verdict
+
+
 def _code(source: str, *symbols: str, docs: dict[str, str] | None = None) -> CodeUnderTest:
     profile = profile_source("tests/test_p.py", textwrap.dedent(source).lstrip())
     docs = docs or {}
