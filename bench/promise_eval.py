@@ -24,7 +24,12 @@ blind is measured this way once, before any rule reads it, and that first
 figure is the extractor's on PRs nobody tuned it on. Usage::
 
     python -m bench.promise_eval [--dir tests/data/promises] [--file NAME]
-        [--misses | --agreement]
+        [--misses | --agreement] [--intervals]
+
+``--intervals`` adds, for the whole set, each figure's 90% interval over PRs
+drawn again with replacement (``bench/resample.py``): how far a figure could
+move on other PRs like these, which tells a real change of a rule from the
+luck of the draw.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from pathlib import Path
 
 import yaml
 
+from bench.resample import LEVEL, RESAMPLES, Pair, intervals, render_interval
 from probe_builder.promises.extract import ExtractedPromise, content_words, extract_promises
 from task_registry.types import PromiseCategory
 
@@ -109,6 +115,17 @@ class Evaluation:
     pr_level: dict[PromiseCategory, Score] = field(default_factory=_per_category)
     items: int = 0
     misses: list[str] = field(default_factory=list)
+    per_item: list[Evaluation] = field(default_factory=list)  # one item's scores each
+
+    def add(self, one: Evaluation) -> None:
+        """An item's scores, added into the whole and kept apart for resampling."""
+        for mine, theirs in ((self.per_category, one.per_category), (self.pr_level, one.pr_level)):
+            for category, score in theirs.items():
+                mine[category].true_positives += score.true_positives
+                mine[category].extracted += score.extracted
+                mine[category].labelled += score.labelled
+        self.misses += one.misses
+        self.per_item.append(one)
 
     def total(self) -> Score:
         scores = self.per_category.values()
@@ -213,9 +230,53 @@ def evaluate(items: Sequence[LabelledItem], extractor: Extractor = extract_promi
     evaluation = Evaluation(items=len(items))
     for item in items:
         extracted = list(extractor(item.title, item.description))
-        _score_promises(evaluation, item, extracted)
-        _score_pr(evaluation, item, extracted)
+        one = Evaluation(items=1)
+        _score_promises(one, item, extracted)
+        _score_pr(one, item, extracted)
+        evaluation.add(one)
     return evaluation
+
+
+def _ratios(evaluation: Evaluation) -> dict[str, list[Pair]]:
+    """Each table ratio as one (numerator, denominator) pair per item, for resampling."""
+    ratios: dict[str, list[Pair]] = {}
+    levels = (
+        ("promise", "per_category", tuple(PromiseCategory)),
+        ("PR", "pr_level", SPECIFIC_CATEGORIES),
+    )
+    for level, attribute, categories in levels:
+        for category in categories:
+            scores = [getattr(one, attribute)[category] for one in evaluation.per_item]
+            ratios[f"{level} {category} P"] = [(s.true_positives, s.extracted) for s in scores]
+            ratios[f"{level} {category} R"] = [(s.true_positives, s.labelled) for s in scores]
+    totals = [one.total() for one in evaluation.per_item]
+    ratios["promise all P"] = [(s.true_positives, s.extracted) for s in totals]
+    ratios["promise all R"] = [(s.true_positives, s.labelled) for s in totals]
+    return ratios
+
+
+def render_intervals(dev: Evaluation, holdout: Evaluation) -> str:
+    """The middle 90% of each ratio over PRs drawn again from each split: how far a figure
+    could move on other PRs like these."""
+    bounds = [intervals(_ratios(e)) for e in (dev, holdout)]
+    lines = [
+        f"== all, {LEVEL:.0%} intervals over PRs resampled ({RESAMPLES} draws): "
+        f"dev {dev.items} items, holdout {holdout.items} items",
+        f"{'':18s} {'promise level':^47s} | {'PR level':^47s}",
+        f"{'category':18s} {'dev P':^11s} {'dev R':^11s} {'hold P':^11s} {'hold R':^11s} | "
+        f"{'dev P':^11s} {'dev R':^11s} {'hold P':^11s} {'hold R':^11s}",
+    ]
+    for category in [*PromiseCategory, "all"]:
+        cells = []
+        for level in ("promise", "PR"):
+            keys = [f"{level} {category} {m}" for m in ("P", "R")]
+            cells.append(
+                " ".join(render_interval(b.get(k)) for b in bounds for k in keys)
+                if keys[0] in bounds[0]
+                else ""
+            )
+        lines.append(f"{category!s:18s} {cells[0]} | {cells[1]}")
+    return "\n".join(lines)
 
 
 def slices(items: Sequence[LabelledItem]) -> dict[str, list[LabelledItem]]:
@@ -361,6 +422,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--agreement", action="store_true", help="a second labeller against the set's labels"
     )
+    parser.add_argument(
+        "--intervals",
+        action="store_true",
+        help="also each figure's 90%% interval over PRs resampled (the whole set)",
+    )
     args = parser.parse_args(argv)
     if args.misses and args.split != DEV:
         parser.error(MISSES_REFUSED)
@@ -379,6 +445,9 @@ def main(argv: list[str] | None = None) -> int:
     # --split dev scores dev alone: the holdout stays sealed while rules change
     chosen = [i for i in items if args.split in ("all", i.split)]
     print(report(chosen))
+    if args.intervals:
+        dev, holdout = ([i for i in chosen if i.split == split] for split in (DEV, HOLDOUT))
+        print("\n" + render_intervals(evaluate(dev), evaluate(holdout)))
     if args.misses:  # only with --split dev: chosen is the dev items
         print("\n" + "\n".join(evaluate(chosen).misses))
     return 0

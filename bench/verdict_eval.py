@@ -16,7 +16,10 @@ The holdout is sealed: its figures are printed in aggregate only, and
 ``--misses`` lists dev disagreements only. Usage::
 
     python -m bench.verdict_eval --mirror volcengine/verl=PATH \\
-        --mirror NVIDIA/Megatron-LM=PATH [--file NAME] [--misses]
+        --mirror NVIDIA/Megatron-LM=PATH [--file NAME] [--misses] [--intervals]
+
+``--intervals`` adds each rate's 90% interval over PRs drawn again with
+replacement (``bench/resample.py``), per split.
 
 ``--file NAME`` judges only the items of one item file: a batch's verdicts,
 labelled before the rules ran on them, are measured this way once first.
@@ -52,6 +55,7 @@ from bench.promise_eval import (
     item_files,
     load_labelled_set,
 )
+from bench.resample import LEVEL, RESAMPLES, Pair, intervals, render_interval
 from probe_builder.gitio import GitTree, diff_commits
 from probe_builder.material.contract import extract_contract, sources_of_test_patch
 from probe_builder.material.split import split_patch
@@ -359,24 +363,65 @@ def _verdicts(items: Sequence[VerdictItem]) -> dict[str, Sequence[PromiseVerdict
     return {i.id: [p.verdict for p in i.promises] for i in items}
 
 
+def _tallies(result: VerdictScore) -> list[tuple[str, Tally]]:
+    """The table's rows, in order."""
+    return [
+        ("agreement", result.agreement),
+        *((f"  {c}", result.per_category[c]) for c in PromiseCategory),
+        ("'checked' right", result.checked_right),
+        ("'checked' said", result.checked_said),
+        ("'not checked' P", result.claim_precision),
+        ("'not checked' R", result.claim_recall),
+    ]
+
+
+CLAIM_NOTE = "'not checked': exercised or unchecked, for resource, state and mode promises"
+
+
 def render(dev: VerdictScore, holdout: VerdictScore) -> str:
     head = f"{'rate':>4s} {'n/total':>7s}"
-    rows: list[tuple[str, Tally, Tally]] = [
-        ("agreement", dev.agreement, holdout.agreement),
-        *((f"  {c}", dev.per_category[c], holdout.per_category[c]) for c in PromiseCategory),
-        ("'checked' right", dev.checked_right, holdout.checked_right),
-        ("'checked' said", dev.checked_said, holdout.checked_said),
-        ("'not checked' P", dev.claim_precision, holdout.claim_precision),
-        ("'not checked' R", dev.claim_recall, holdout.claim_recall),
-    ]
     lines = [
         f"items judged: dev {dev.items} (skipped {dev.skipped}), "
         f"holdout {holdout.items} (skipped {holdout.skipped})",
         f"{'':20s} {'dev':^12s}   {'holdout':^12s}",
         f"{'':20s} {head}   {head}",
     ]
-    lines += [f"{name:20s} {d.cell()}   {h.cell()}" for name, d, h in rows]
-    lines.append("'not checked': exercised or unchecked, for resource, state and mode promises")
+    lines += [
+        f"{name:20s} {d.cell()}   {h.cell()}"
+        for (name, d), (_, h) in zip(_tallies(dev), _tallies(holdout), strict=True)
+    ]
+    lines.append(CLAIM_NOTE)
+    return "\n".join(lines)
+
+
+def _ratios(
+    items: Sequence[VerdictItem], said: Mapping[str, Sequence[PromiseVerdict] | None]
+) -> dict[str, list[Pair]]:
+    """Each table row as one (agreeing, judged) pair per judged item, for resampling."""
+    judged = [score([item], said) for item in items if said.get(item.id) is not None]
+    ratios: dict[str, list[Pair]] = {name: [] for name, _ in _tallies(VerdictScore())}
+    for one in judged:
+        for name, tally in _tallies(one):
+            ratios[name].append((tally.agree, tally.total))
+    return ratios
+
+
+def render_intervals(
+    items: Sequence[VerdictItem], said: Mapping[str, Sequence[PromiseVerdict] | None]
+) -> str:
+    """The middle 90% of each rate over PRs drawn again from each split: how far a figure
+    could move on other PRs like these."""
+    dev, holdout = (
+        intervals(_ratios([i for i in items if i.split == split], said)) for split in (DEV, HOLDOUT)
+    )
+    lines = [
+        f"{LEVEL:.0%} intervals over PRs resampled ({RESAMPLES} draws)",
+        f"{'':20s} {'dev':^11s}   {'holdout':^11s}",
+    ]
+    lines += [
+        f"{name:20s} {render_interval(dev[name])}   {render_interval(holdout[name])}"
+        for name, _ in _tallies(VerdictScore())
+    ]
     return "\n".join(lines)
 
 
@@ -403,6 +448,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--misses", action="store_true", help="list dev disagreements")
     parser.add_argument(
         "--agreement", action="store_true", help="a second reader's verdicts against the labels"
+    )
+    parser.add_argument(
+        "--intervals",
+        action="store_true",
+        help="also each rate's 90%% interval over PRs resampled (the whole set)",
     )
     args = parser.parse_args(argv)
     if args.misses and args.split != DEV:
@@ -435,6 +485,8 @@ def main(argv: list[str] | None = None) -> int:
     said = rule_verdicts(chosen, mirrors)
     whole = _by_split(chosen, said)
     print(render(*whole))
+    if args.intervals:
+        print("\n" + render_intervals(chosen, said))
     repositories = sorted({i.repository for i in chosen if i.repository in mirrors})
     for repository in repositories if len(repositories) > 1 else []:
         own = [i for i in chosen if i.repository == repository]
