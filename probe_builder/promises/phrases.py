@@ -427,6 +427,9 @@ HOUSEKEEPING_CLAUSE = rx(
     r"\bpass(ing)? thresholds?\b",
     r"\bclean-?ups?\s*$",
     r"\b(ruff|mypy|flake8|isort|black) (checks?|rules?|config\w*)\b",
+    # lint findings fixed, or a title that is only "X miscellaneous"
+    r"\blint(ing|er|s)?\b[^.]{0,20}\b(errors?|warnings?|issues?|fix\w*)\b",
+    r"\bmisc(ellaneous|elaneous)?\s*$",
 )
 QUANTITY = rx(
     r"(?:up to\s+)?\d+(?:\.\d+)?\s*"

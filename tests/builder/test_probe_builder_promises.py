@@ -423,6 +423,8 @@ def test_a_title_promises_its_code_clauses_beside_a_docs_clause():
         "enforce correct pass thresholds for deterministic and approximate tests",
         "Miscellaneous inference cleanup",
         "limit ruff checks and enable push tests",
+        "[Lint] fix: linting errors in all files",
+        "Refit miscellaneous",
     ],
 )
 def test_a_title_about_the_prs_tests_or_tidying_promises_nothing(title):
@@ -435,6 +437,10 @@ def test_a_title_with_a_code_clause_beside_a_tests_clause_promises_the_code():
     assert [
         p.category for p in extract_promises("Add container class for config dataclasses", "")
     ] == [PromiseCategory.functional]
+    assert [p.category for p in extract_promises("Fix the linter's crash on empty files", "")] == [
+        PromiseCategory.functional
+    ]
+    assert [p.category for p in extract_promises("Refit miscellaneous weights in place", "")]
 
 
 def test_merge_order_notes_and_warning_sections_are_not_promises():
