@@ -1,0 +1,1 @@
+"""Tests of the benches: their tables, splits and intervals."""
