@@ -3,7 +3,8 @@
 Every assertion on an added line (``assert``, ``self.assert*``/``assert_*``
 calls, ``pytest.raises`` blocks) is counted by kind: error path, resource
 (it observes memory, time, bytes or call counts, directly or through a name
-bound from such an API earlier in the same test), numeric (allclose and
+bound from such an API earlier in the same test; a profiler's trace observes which
+kernels and collectives ran and, through its events' spans, when), numeric (allclose and
 tolerances, a hand-written one too: a gap between two results under a small
 number), structural (shape, dtype, attribute, type, None) or functional.
 Per test function the profile also records whether it drives one object
@@ -71,6 +72,9 @@ OBSERVABLE_CALLS: tuple[tuple[re.Pattern[str], Observable], ...] = (
         ),
         Observable.bytes,
     ),
+    # a profiler's trace: which kernels and collectives ran, how often (its events' times
+    # and memory are read through the attributes below)
+    (re.compile(r"^(torch\.)?(autograd\.)?(profiler\.)?profile$"), Observable.calls),
 )
 OBSERVABLE_ATTRS: dict[str, Observable] = {
     "call_count": Observable.calls,
@@ -81,6 +85,18 @@ OBSERVABLE_ATTRS: dict[str, Observable] = {
     "nbytes": Observable.bytes,
     "ru_maxrss": Observable.memory,
     "rss": Observable.memory,
+    # a profiler event's span and totals: when and how long a kernel or collective ran
+    "time_range": Observable.time,
+    "cuda_time_total": Observable.time,
+    "self_cuda_time_total": Observable.time,
+    "device_time_total": Observable.time,
+    "self_device_time_total": Observable.time,
+    "cpu_time_total": Observable.time,
+    "self_cpu_time_total": Observable.time,
+    "cuda_memory_usage": Observable.memory,
+    "self_cuda_memory_usage": Observable.memory,
+    "device_memory_usage": Observable.memory,
+    "self_device_memory_usage": Observable.memory,
 }
 OBSERVABLE_NAME = re.compile(r"(^|_)(n?bytes|num_calls|calls_made|call_count)($|_)", re.I)
 NUMERIC_CALLS = {
@@ -252,7 +268,17 @@ def _taint(function: ast.AST, returned: Returned | None = None) -> dict[str, set
     assigns = [
         n for n in ast.walk(function) if isinstance(n, ast.Assign | ast.AnnAssign | ast.AugAssign)
     ]
+    withs = [
+        item
+        for n in ast.walk(function)
+        if isinstance(n, ast.With | ast.AsyncWith)
+        for item in n.items
+    ]
     for _ in range(3):  # a short fixpoint: t1 = perf_counter(); dt = t1 - t0; ms = dt * 1e3
+        for item in withs:  # ``with profile(...) as prof``: the name holds what it observes
+            observed = _observables(item.context_expr, taint, returned)
+            if observed and isinstance(item.optional_vars, ast.Name):
+                taint.setdefault(item.optional_vars.id, set()).update(observed)
         for node in assigns:
             value = node.value
             if value is None:

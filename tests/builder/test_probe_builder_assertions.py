@@ -126,6 +126,39 @@ def test_a_measurement_a_helper_returns_is_seen_at_its_element_only():
     ]
 
 
+PROFILED_TEST = """
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+
+def _overlap(first, second):
+    return first.time_range.start < second.time_range.end
+
+
+def test_gradients_reduced_once_and_overlapped(model, batch):
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        model(batch).sum().backward()
+    kernels = [e for e in prof.events() if e.device_type.name == "CUDA"]
+    reduces = [e for e in kernels if "AllReduce" in e.name]
+    gemms = [e for e in kernels if "gemm" in e.name]
+    assert len(reduces) == 1
+    assert any(_overlap(r, g) for r in reduces for g in gemms)
+    assert model.weight.grad is not None
+"""
+
+
+def test_a_profiler_trace_observes_the_calls_and_times_of_what_ran():
+    # A profile blind to the profiler calls both checks functional; one that tainted the
+    # whole test would call the gradient check a resource check too.
+    profile = profile_source("tests/test_x.py", PROFILED_TEST.lstrip())
+    tested = [(a.kind, a.observables) for a in profile.assertions if a.test.startswith("test")]
+    assert tested == [
+        (AssertionKind.resource, (Observable.calls,)),
+        (AssertionKind.resource, (Observable.calls, Observable.time)),
+        (AssertionKind.structural, ()),
+    ]
+
+
 def test_only_assertions_on_added_lines_are_counted(tmp_path):
     base = {"tests/test_a.py": "def test_old():\n    assert 1 == 1\n"}
     change = {
