@@ -8,7 +8,7 @@ kernels and collectives ran and, through its events' spans, when), numeric (allc
 tolerances, a hand-written one too: a gap between two results under a small
 number), structural (shape, dtype, attribute, type, None) or functional.
 Per test function the profile also records whether it drives one object
-through repeated calls and a reset (state), and whether it captures, replays
+through a use and a reset (state), and whether it captures, replays
 or compiles, or switches such an option on (mode); a test reaches what it names
 in code, in an import-path string, or through a subclass its file defines, and
 an assertion depends on what a wrapper installed on an object, or a call made
@@ -202,7 +202,7 @@ class TestTraits:
     name: str
     line: int
     references: frozenset[str]  # every dotted name the function uses
-    repeated_with_reset: bool  # one object: repeated calls, then a reset
+    reset_after_use: bool  # one object: used, then reset
     reset_line: int | None
     under_mode: bool  # captures, replays or compiles, or switches that option on
     talks_comm: bool  # mentions a communication primitive
@@ -493,7 +493,7 @@ def _state_trait(function: ast.AST) -> tuple[bool, int | None]:
     for methods in calls.values():
         resets = [line for name, line in methods if RESET_METHODS.match(name)]
         others = [name for name, _ in methods if not RESET_METHODS.match(name)]
-        if resets and len(others) >= 2:
+        if resets and len(others) >= 1:
             return True, min(resets)
     return False, None
 
@@ -731,14 +731,14 @@ def _traits(
         owner = qualname.split(".")[:-1]
         used = {part for r in references for part in r.split(".")} | set(owner)
         references |= {b for name in used for b in bases.get(name, ())}
-    repeated, reset_line = _state_trait(function)
+    reset_after_use, reset_line = _state_trait(function)
     joined = " ".join(sorted(references))
     return TestTraits(
         path=path,
         name=qualname,
         line=function.lineno,  # type: ignore[attr-defined]
         references=references,
-        repeated_with_reset=repeated,
+        reset_after_use=reset_after_use,
         reset_line=reset_line,
         under_mode=switches_mode(function),
         talks_comm=COMM_NAMES.search(joined) is not None,

@@ -288,6 +288,23 @@ def test_cache_follows_the_weights(mixer, weights, x):
     )
 
 
+@pytest.mark.parametrize(
+    ("body", "verdict"),
+    [
+        # used once, reset, and the state read after the reset: what the reset kept or dropped
+        ('ctx.add_request("a")\nctx.reset()\nassert ctx.cached == {}\n', PromiseVerdict.checked),
+        # a reset of an object nothing used first says nothing of what it keeps
+        ("ctx.reset()\nassert ctx.cached == {}\n", PromiseVerdict.exercised),
+    ],
+)
+def test_one_use_then_a_reset_is_enough_to_check_state(body, verdict):
+    source = "def test_x(ctx):\n" + textwrap.indent(body, "    ")
+    profile = profile_source("tests/test_p.py", source)
+    assert judge_promise(_promise(PromiseCategory.state), CodeUnderTest(profile)).verdict is (
+        verdict
+    )
+
+
 def test_reset_without_an_assertion_after_it_does_not_check_state():
     source = "def test_x(c):\n    c.get(1)\n    c.get(2)\n    assert c.n == 2\n    c.reset()\n"
     profile = profile_source("tests/test_p.py", source)
