@@ -258,8 +258,17 @@ def _bears_on(site: AssertionSite, aspect: frozenset[str]) -> bool:
 def _named_for(quote_words: frozenset[str], test: TestTraits) -> bool:
     """The test's own name uses several words of the quote (``test_tied_parameters_share_one
     _weight`` for "Fix tied parameters"): it was written for this promise."""
-    own = words_of(test.name.rsplit(".", 1)[-1])
-    return len(own & quote_words) >= NAMED_FOR_WORDS
+    own = _stems(words_of(test.name.rsplit(".", 1)[-1]))
+    return len(own & _stems(quote_words)) >= NAMED_FOR_WORDS
+
+
+# A word's ending that names and prose inflect apart ("invariance" in a title, "invariant"
+# in the test's name; "caching" and "cache").
+_ENDING = re.compile(r"(?<=[a-z]{4})(ations?|ances?|ences?|ants?|ents?|ings?|ed|e)$")
+
+
+def _stems(words: frozenset[str]) -> frozenset[str]:
+    return frozenset(_ENDING.sub("", w) for w in words)
 
 
 NAMED_FOR_WORDS = 2

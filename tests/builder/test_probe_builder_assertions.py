@@ -1268,3 +1268,17 @@ def test_a_test_named_for_the_promise_checks_it_without_a_link(name, value, verd
     # for the promise (its name uses several of the quote's words) can check it.
     code = _code(NAMED_FOR_TEST.format(name=name, value=value), "Shard", "other.Unused")
     assert _verdict(PromiseCategory.functional, "Fix tied parameters", code) is verdict
+
+
+@pytest.mark.parametrize(
+    ("quote", "verdict"),
+    [
+        # the name says "invariant" and "sharding" where the quote says "invariance", "sharded"
+        ("Batch invariance of the sharded forward", PromiseVerdict.checked),
+        ("Batch sizes of the padded forward", PromiseVerdict.exercised),
+    ],
+)
+def test_a_test_name_that_inflects_the_quotes_words_is_named_for_it(quote, verdict):
+    source = NAMED_FOR_TEST.replace("test_{name}", "test_sharding_is_batch_invariant")
+    code = _code(source.format(value="shard.weight_count"), "Shard", "other.Unused")
+    assert _verdict(PromiseCategory.functional, quote, code) is verdict
