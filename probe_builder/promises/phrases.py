@@ -94,7 +94,7 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
     PromiseCategory.time: rx(
         r"\bspeed[- ]?ups?\b|\bspeeds? up\b|\bfaster\b|\baccelerat\w*|\bthroughput\b|\blatency\b",
         r"\b(improv|better|boost|optimi[sz])\w*\s+(\w+\s+){0,3}performance\b",
-        r"\bperformance (improvement|gain|optimi[sz]ation|now scales)",
+        r"\bperf(ormance)? (improvement|gain|optimi[sz]ation|now scales|tuning)",
         # the same said the other way round: "the performance is usually better than ..."
         r"\bperformance (is|was|are|stays|remains) (\w+ ){0,2}(better|higher|comparable)\b",
         r"\bscal(es|ing) (much |far )?better\b",
@@ -125,6 +125,7 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         # x kernel", "fuse x with y")
         r"^(add\w*|implement\w*|introduc\w*)?\s*(an? )?(new )?fused [\w`-]+ (kernel|op)\b",
         r"^fus(e|es|ing)\b[^.]{0,60}\b(with|and|\+)\b",
+        r"^fused\b[^.]{0,60}(\+|\band\b)",  # a title naming the fusion done ("Fused a + b")
         r"\b(replac|remov|avoid|eliminat)\w*\b[^.]{0,20}\bblocking\b",
         r"\bfus(e|es|ed|ing)\b[^.]{0,20}\+[^.]{0,60}\bkernel\b",
         r"\bfus(e|es|ed|ing)\b[^.]{0,60}\binto (a |one |a single |a unified )?(\w+ )?kernel\b",

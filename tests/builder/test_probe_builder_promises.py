@@ -391,6 +391,23 @@ def test_performance_said_better_after_the_word_is_a_time_promise(sentence, time
     assert (PromiseCategory.time in _body_categories(sentence)) is time
 
 
+@pytest.mark.parametrize(
+    ("title", "time"),
+    [
+        # "perf" for "performance", and a title naming the fusion it did
+        ("GDP perf optimizations", True),
+        ("Fused dLN + add in backwards pass", True),
+        ("Fused dropout and residual add for the MLP", True),
+        # a perf tool, a fused module named as the thing changed, not a fusion done
+        ("Add perf counters to the scheduler log", False),
+        ("Fused MoE: support bias in the router", False),
+    ],
+)
+def test_a_perf_or_fusion_title_is_a_time_promise(title, time):
+    categories = {p.category for p in extract_promises(title, "")}
+    assert (PromiseCategory.time in categories) is time
+
+
 def test_time_cut_is_a_time_promise_but_time_in_passing_is_not():
     assert PromiseCategory.time in _body_categories("Improvements on graph capture time.")
     assert PromiseCategory.time not in _body_categories(
