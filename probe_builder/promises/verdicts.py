@@ -19,7 +19,8 @@ reset of an object used before it or after a save and a load (or, for state
 kept across calls rather than changed, a later call's result compared with an
 earlier one's), mode promises an assertion in a test that captures, replays or
 compiles (or switches that option on), numeric promises a tolerance or allclose
-assertion, functional promises a value or call assertion (or, when the promise
+assertion (a promise to zero or mask values out: also one that they are exactly
+zero), functional promises a value or call assertion (or, when the promise
 is that the code raises or reports an error, an assertion that expects it).
 ``exercised``: the tests (or a launch script of the test patch) run the code,
 or the changed code right behind it (a helper it calls, the function that reads
@@ -177,6 +178,24 @@ def _raises(test: TestTraits, sites: list[AssertionSite]) -> AssertionSite | Non
     return _first(sites, kinds=[AssertionKind.error_path])
 
 
+# A numeric promise that values are zeroed or masked out (padding, masked positions): exact
+# zeros are what it promises, so an assertion that they are exactly zero checks it as a
+# tolerance does.
+ZEROING = re.compile(r"\b(zero(e[sd])?|zeroing|mask\w*|padd\w*)\b", re.I)
+EXACT_ZERO = re.compile(
+    r"count_nonzero\([^)]*\)\s*==\s*0\b|==\s*0(\.0*)?\s*\)|\bnot\s+[\w.\[\]:, ]+\.any\(\)"
+    r"|\.(abs\(\)\.)?(sum|max)\(\)\s*==\s*0\b|zeros_like\("
+)
+
+
+def _numeric_or_zeros(test: TestTraits, sites: list[AssertionSite]) -> AssertionSite | None:
+    found = _numeric(test, sites)
+    if found is not None:
+        return found
+    zeros = [s for s in sites if s.kind is AssertionKind.functional and EXACT_ZERO.search(s.text)]
+    return zeros[0] if zeros else None
+
+
 def _rule(promise: ExtractedPromise) -> Rule:
     if promise.category is PromiseCategory.state and not CHANGE_OF_STATE.search(promise.quote):
         return _state_across_calls
@@ -184,6 +203,8 @@ def _rule(promise: ExtractedPromise) -> Rule:
         return _raises
     if promise.category is PromiseCategory.time and SKIPPED_WORK.search(promise.quote):
         return _time_or_skipped_calls
+    if promise.category is PromiseCategory.numeric and ZEROING.search(promise.quote):
+        return _numeric_or_zeros
     return RULES[promise.category]
 
 

@@ -405,6 +405,43 @@ def test_an_allclose_on_the_changed_functions_output_checks_a_numeric_promise():
     assert _verdict(PromiseCategory.numeric, "fused loss is exact", code) is PromiseVerdict.checked
 
 
+ZEROS_TEST = """
+import torch
+from pkg import pad_outputs
+
+
+def test_padding_rows_are_zero():
+    out = pad_outputs(torch.ones(2, 4), 3)
+    assert {check}
+"""
+
+
+@pytest.mark.parametrize(
+    ("quote", "check", "verdict"),
+    [
+        # zeroing is exact: that the padded rows are exactly zero is what pad_outputs promises
+        (
+            "pad_outputs zeroes out padding rows",
+            "torch.all(out[2:] == 0.0)",
+            PromiseVerdict.checked,
+        ),
+        (
+            "pad_outputs zeroes out padding rows",
+            "torch.count_nonzero(out[2:]) == 0",
+            PromiseVerdict.checked,
+        ),
+        ("pad_outputs zeroes out padding rows", "not out[2:].any()", PromiseVerdict.checked),
+        # a row count is no check of the values
+        ("pad_outputs zeroes out padding rows", "out.size(0) == 3", PromiseVerdict.exercised),
+        # a numeric promise of another kind needs its tolerance
+        ("pad_outputs keeps outputs stable", "torch.all(out[2:] == 0.0)", PromiseVerdict.exercised),
+    ],
+)
+def test_exact_zeros_check_a_numeric_promise_to_zero_or_mask_values(quote, check, verdict):
+    code = _code(ZEROS_TEST.format(check=check), "pad_outputs")
+    assert _verdict(PromiseCategory.numeric, quote, code) is verdict
+
+
 MULTI_RANK_TEST = """
 import torch
 import torch.distributed as dist
