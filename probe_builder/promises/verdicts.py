@@ -288,8 +288,11 @@ def _named_for(quote_words: frozenset[str], test: TestTraits) -> bool:
 _ENDING = re.compile(r"(?<=[a-z]{4})(ations?|ances?|ences?|ants?|ents?|ings?|ed|e)$")
 
 
+_DOUBLED = re.compile(r"(?<=[a-z]{3})([b-df-hj-np-tv-z])\1$")  # "deferr(ed)", "overlapp(ing)"
+
+
 def _stems(words: frozenset[str]) -> frozenset[str]:
-    return frozenset(_ENDING.sub("", w) for w in words)
+    return frozenset(_DOUBLED.sub(r"\1", _ENDING.sub("", w)) for w in words)
 
 
 NAMED_FOR_WORDS = 2

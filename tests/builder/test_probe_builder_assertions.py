@@ -1308,14 +1308,16 @@ def test_a_test_named_for_the_promise_checks_it_without_a_link(name, value, verd
 
 
 @pytest.mark.parametrize(
-    ("quote", "verdict"),
+    ("name", "quote", "verdict"),
     [
         # the name says "invariant" and "sharding" where the quote says "invariance", "sharded"
-        ("Batch invariance of the sharded forward", PromiseVerdict.checked),
-        ("Batch sizes of the padded forward", PromiseVerdict.exercised),
+        ("sharding_is_batch_invariant", "Batch invariance of the sharded forward", "checked"),
+        ("sharding_is_batch_invariant", "Batch sizes of the padded forward", "exercised"),
+        # a doubled consonant before the ending: "deferred" and "defers"
+        ("shard_defers_outer_reduce", "Deferred outer gradient reduction", "checked"),
     ],
 )
-def test_a_test_name_that_inflects_the_quotes_words_is_named_for_it(quote, verdict):
-    source = NAMED_FOR_TEST.replace("test_{name}", "test_sharding_is_batch_invariant")
+def test_a_test_name_that_inflects_the_quotes_words_is_named_for_it(name, quote, verdict):
+    source = NAMED_FOR_TEST.replace("test_{name}", f"test_{name}")
     code = _code(source.format(value="shard.weight_count"), "Shard", "other.Unused")
-    assert _verdict(PromiseCategory.functional, quote, code) is verdict
+    assert _verdict(PromiseCategory.functional, quote, code) is PromiseVerdict(verdict)
