@@ -26,7 +26,7 @@ figure is the extractor's on PRs nobody tuned it on. Usage::
     python -m bench.promise_eval [--dir tests/data/promises] [--file NAME]
         [--misses | --agreement] [--intervals]
 
-``--intervals`` adds, for the whole set, each figure's 90% interval over PRs
+``--intervals`` adds, for each slice, each figure's 90% interval over PRs
 drawn again with replacement (``bench/resample.py``): how far a figure could
 move on other PRs like these, which tells a real change of a rule from the
 luck of the draw.
@@ -37,7 +37,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -101,6 +101,13 @@ class Score:
     def recall(self) -> float:
         return self.true_positives / self.labelled if self.labelled else 1.0
 
+    def __add__(self, other: Score) -> Score:
+        return Score(
+            self.true_positives + other.true_positives,
+            self.extracted + other.extracted,
+            self.labelled + other.labelled,
+        )
+
 
 CategoryScore = Score  # the promise-level name used by earlier callers
 
@@ -121,19 +128,13 @@ class Evaluation:
         """An item's scores, added into the whole and kept apart for resampling."""
         for mine, theirs in ((self.per_category, one.per_category), (self.pr_level, one.pr_level)):
             for category, score in theirs.items():
-                mine[category].true_positives += score.true_positives
-                mine[category].extracted += score.extracted
-                mine[category].labelled += score.labelled
+                mine[category] = mine[category] + score
+        self.items += one.items
         self.misses += one.misses
         self.per_item.append(one)
 
     def total(self) -> Score:
-        scores = self.per_category.values()
-        return Score(
-            sum(s.true_positives for s in scores),
-            sum(s.extracted for s in scores),
-            sum(s.labelled for s in scores),
-        )
+        return sum(self.per_category.values(), Score())
 
 
 def item_files(directory: Path = DEFAULT_DIR) -> list[Path]:
@@ -226,15 +227,28 @@ def _score_pr(
         score.true_positives += category in said and category in labelled
 
 
-def evaluate(items: Sequence[LabelledItem], extractor: Extractor = extract_promises) -> Evaluation:
-    evaluation = Evaluation(items=len(items))
-    for item in items:
-        extracted = list(extractor(item.title, item.description))
-        one = Evaluation(items=1)
-        _score_promises(one, item, extracted)
-        _score_pr(one, item, extracted)
+def evaluate_item(item: LabelledItem, extractor: Extractor = extract_promises) -> Evaluation:
+    """One item's scores: what the extractor finds in it against its labels."""
+    return _scored(item, list(extractor(item.title, item.description)))
+
+
+def _scored(item: LabelledItem, extracted: Sequence[ExtractedPromise]) -> Evaluation:
+    one = Evaluation(items=1)
+    _score_promises(one, item, extracted)
+    _score_pr(one, item, extracted)
+    return one
+
+
+def combined(ones: Iterable[Evaluation]) -> Evaluation:
+    """Items' scores added up, each kept apart for resampling."""
+    evaluation = Evaluation()
+    for one in ones:
         evaluation.add(one)
     return evaluation
+
+
+def evaluate(items: Sequence[LabelledItem], extractor: Extractor = extract_promises) -> Evaluation:
+    return combined(evaluate_item(item, extractor) for item in items)
 
 
 def _ratios(evaluation: Evaluation) -> dict[str, list[Pair]]:
@@ -255,12 +269,12 @@ def _ratios(evaluation: Evaluation) -> dict[str, list[Pair]]:
     return ratios
 
 
-def render_intervals(dev: Evaluation, holdout: Evaluation) -> str:
+def render_intervals(dev: Evaluation, holdout: Evaluation, name: str = "all") -> str:
     """The middle 90% of each ratio over PRs drawn again from each split: how far a figure
     could move on other PRs like these."""
     bounds = [intervals(_ratios(e)) for e in (dev, holdout)]
     lines = [
-        f"== all, {LEVEL:.0%} intervals over PRs resampled ({RESAMPLES} draws): "
+        f"== {name}, {LEVEL:.0%} intervals over PRs resampled ({RESAMPLES} draws): "
         f"dev {dev.items} items, holdout {holdout.items} items",
         f"{'':18s} {'promise level':^47s} | {'PR level':^47s}",
         f"{'category':18s} {'dev P':^11s} {'dev R':^11s} {'hold P':^11s} {'hold R':^11s} | "
@@ -327,18 +341,35 @@ def render(evaluation: Evaluation, title: str) -> str:
     return "\n".join(lines)
 
 
-def report(items: Sequence[LabelledItem], extractor: Extractor = extract_promises) -> str:
+SlicedEvaluations = dict[str, tuple[Evaluation, Evaluation]]
+
+
+def evaluate_slices(
+    items: Sequence[LabelledItem], extractor: Extractor = extract_promises
+) -> SlicedEvaluations:
+    """Dev and holdout scores of every slice (``slices``); each item is scored once and its
+    scores added into every slice that holds it."""
+    one = {item.id: evaluate_item(item, extractor) for item in items}
     dev = [i for i in items if i.split == DEV]
     holdout = [i for i in items if i.split == HOLDOUT]
     dev_slices, holdout_slices = slices(dev), slices(holdout)
-    return "\n\n".join(
-        render_side_by_side(
-            name,
-            evaluate(dev_slices.get(name, []), extractor),
-            evaluate(holdout_slices.get(name, []), extractor),
+    return {
+        name: (
+            combined(one[i.id] for i in dev_slices.get(name, [])),
+            combined(one[i.id] for i in holdout_slices.get(name, [])),
         )
         for name in {**dev_slices, **holdout_slices}
+    }
+
+
+def render_slices(sliced: SlicedEvaluations) -> str:
+    return "\n\n".join(
+        render_side_by_side(name, dev, holdout) for name, (dev, holdout) in sliced.items()
     )
+
+
+def report(items: Sequence[LabelledItem], extractor: Extractor = extract_promises) -> str:
+    return render_slices(evaluate_slices(items, extractor))
 
 
 class AgreementError(ValueError):
@@ -375,12 +406,7 @@ def evaluate_labeller(
     items: Sequence[LabelledItem], labels: dict[str, tuple[LabelledPromise, ...]]
 ) -> Evaluation:
     """The second labeller's promises scored as if they were extracted."""
-    evaluation = Evaluation(items=len(items))
-    for item in items:
-        extracted = _as_extracted(labels[item.id])
-        _score_promises(evaluation, item, extracted)
-        _score_pr(evaluation, item, extracted)
-    return evaluation
+    return combined(_scored(item, _as_extracted(labels[item.id])) for item in items)
 
 
 def agreement_report(
@@ -425,7 +451,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--intervals",
         action="store_true",
-        help="also each figure's 90%% interval over PRs resampled (the whole set)",
+        help="also each figure's 90%% interval over PRs resampled, per slice",
     )
     args = parser.parse_args(argv)
     if args.misses and args.split != DEV:
@@ -444,12 +470,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     # --split dev scores dev alone: the holdout stays sealed while rules change
     chosen = [i for i in items if args.split in ("all", i.split)]
-    print(report(chosen))
+    sliced = evaluate_slices(chosen)
+    print(render_slices(sliced))
     if args.intervals:
-        dev, holdout = ([i for i in chosen if i.split == split] for split in (DEV, HOLDOUT))
-        print("\n" + render_intervals(evaluate(dev), evaluate(holdout)))
-    if args.misses:  # only with --split dev: chosen is the dev items
-        print("\n" + "\n".join(evaluate(chosen).misses))
+        for name, (dev, holdout) in sliced.items():
+            print("\n" + render_intervals(dev, holdout, name))
+    if args.misses:  # only with --split dev: the dev items of the whole set
+        print("\n" + "\n".join(sliced["all"][0].misses))
     return 0
 
 

@@ -6,9 +6,12 @@ import re
 
 import pytest
 
+from bench.promise_eval import LabelledItem, LabelledPromise, Score, evaluate_slices
 from bench.promise_eval import main as promise_main
+from bench.promise_eval import render_intervals as render_intervals_of
 from bench.resample import intervals
 from bench.verdict_eval import LabelledVerdict, VerdictItem, render_intervals
+from probe_builder.promises.extract import ExtractedPromise
 from task_registry.types import PromiseCategory, PromiseVerdict
 
 
@@ -64,6 +67,31 @@ def test_the_promise_bench_prints_intervals_beside_its_tables(tmp_path, capsys):
     )
     # dev: one of the two labelled promises found (R in [0, 1]); holdout: the one found
     assert "[1.00,1.00] [0.00,1.00] [1.00,1.00] [1.00,1.00]" in memory_row
+
+
+def test_each_slice_gets_its_intervals_and_each_item_is_extracted_once():
+    calls: list[str] = []
+
+    def extractor(title: str, body: str) -> list[ExtractedPromise]:
+        calls.append(title)
+        return [ExtractedPromise(category=PromiseCategory.memory, quote=title)]
+
+    promise = (LabelledPromise(PromiseCategory.memory, "Cut peak memory"),)
+    items = [
+        LabelledItem("a/x#1", "dev", "Cut peak memory", "", promise),  # title-only too
+        LabelledItem("b/y#2", "dev", "Rename a helper", "body", promise),
+        LabelledItem("b/y#3", "holdout", "Cut peak memory", "body", promise),
+    ]
+    sliced = evaluate_slices(items, extractor)
+    assert sorted(calls) == ["Cut peak memory", "Cut peak memory", "Rename a helper"]
+    assert list(sliced) == ["all", "a/x", "b/y", "title-only"]
+    dev, holdout = sliced["b/y"]
+    assert (dev.items, holdout.items) == (1, 1)
+    assert dev.per_category[PromiseCategory.memory] == Score(0, 1, 1)
+    assert sliced["all"][0].total() == Score(1, 2, 2)
+    assert "== title-only, 90% intervals" in render_intervals_of(
+        *sliced["title-only"], "title-only"
+    )
 
 
 def test_the_verdict_bench_gives_each_rate_an_interval_per_split():
