@@ -84,6 +84,7 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         + r"|sav|lower|decreas|constant|bound)\w*",
         # memory spent that need not be: a fix of the excess, or not holding it all at once
         r"\b(more|extra|excess\w*|unnecessary|redundant) (\w+ )?memory\b|\bin memory at once\b",
+        r"\bover[- ]?(provision|allocat|reserv|commit)\w*\b",
         r"\bmeta[- ]device\b",
         r"\b(OOM|OOMs|out[- ]of[- ]memory)\b",
         r"\boffload(s|ed|ing)?\b",
@@ -177,6 +178,9 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\bnumeric(al|ally|s)?\b|\bprecision\b|\bNaNs?\b|\binf\b|\boverflow\w*|\bunderflow\w*",
         r"\bstabl(e|ize|ilize|ility)\b|\binstabilit\w*",
         r"\bdeterminis\w*|\bbatch[- ]invarian\w*|\blossless\b|\bbitwise\b|\bclamp\w*",
+        # values clipped to a bound (logits, gradients, norms, ratios)
+        r"\b(logits?|grad(ient)?s?|norms?|qk|ratios?) clip\w*"
+        r"|\bclip\w* (the )?(logits?|grad(ient)?s?|norms?|ratios?)\b",
         r"\bgrad(ient)?[- _]?norm\b|\b(under|over|double)[- ]?count\w*",
         r"\bscal(e|es|ed|ing)\b[^.]{0,30}\b(once|twice|by|loss\w*)\b",
         r"\bnormali[sz]\w*|\bdivisor\b|\bdenominator\b",
@@ -412,7 +416,8 @@ NAMED_INTERFACE = re.compile(
     re.I,
 )
 DOCS_ONLY_TITLE = re.compile(
-    r"\[(doc|docs|ci)\]|^\s*(doc|docs|ci|build)(\([^)]*\))?\s*:|\breadme\b|\bdocumentation\b"
+    r"\[(doc|docs|ci|tests?)\]|^\s*(doc|docs|ci|build|tests?)(\([^)]*\))?\s*:|\breadme\b"
+    r"|\bdocumentation\b"
     r"|\btypos?\b"
     # the images and dependencies it is built with
     r"|\bdocker\s*files?\b|\b(docker|container) (images?|versions?|builds?)\b|\bimage build\b"

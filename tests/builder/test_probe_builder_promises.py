@@ -408,6 +408,40 @@ def test_a_perf_or_fusion_title_is_a_time_promise(title, time):
     assert (PromiseCategory.time in categories) is time
 
 
+@pytest.mark.parametrize(
+    ("title", "category", "found"),
+    [
+        # memory set aside beyond what is needed, fixed
+        ("Fix over provisioning of Mamba state memory", PromiseCategory.memory, True),
+        (
+            "Avoid over-allocating the KV pool when max_requests is set",
+            PromiseCategory.memory,
+            True,
+        ),
+        ("Provision Mamba state per request", PromiseCategory.memory, False),
+        # values clipped to a bound compute other numbers
+        ("QK logits clipping (non-split version)", PromiseCategory.numeric, True),
+        ("Clip the gradients before the optimizer step", PromiseCategory.numeric, True),
+        ("Add a clipboard helper to the CLI", PromiseCategory.numeric, False),
+    ],
+)
+def test_over_provisioned_memory_and_clipped_values_are_promises(title, category, found):
+    categories = {p.category for p in extract_promises(title, "")}
+    assert (category in categories) is found
+
+
+@pytest.mark.parametrize(
+    "title",
+    [
+        "test: enable NVTE_CUTEDSL_FUSED_GROUPED_MLP via pytest fixture",
+        "test(determinism): add determinism tests",
+        "[test] cover the sampler's edge cases",
+    ],
+)
+def test_a_title_typed_as_tests_promises_nothing(title):
+    assert extract_promises(title, "") == []
+
+
 def test_time_cut_is_a_time_promise_but_time_in_passing_is_not():
     assert PromiseCategory.time in _body_categories("Improvements on graph capture time.")
     assert PromiseCategory.time not in _body_categories(
