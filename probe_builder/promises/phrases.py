@@ -245,7 +245,7 @@ NOT_A_PROMISE = rx(
     r"\b(tests?|unit[- ]?tests?|UTs?|test (suites?|cases?|harness)|golden values?|docs?"
     r"|documentation|readme|docstrings?"
     r"|comments?|typos?|(example|sample) (yaml|scripts?|files?|configs?)|mathematical formulations?"
-    r"|formulas?|benchmarks? scripts?)\b",
+    r"|formulas?|benchmarks? scripts?|ci)\b",
     r"^(rename|renames|renamed|renaming|polish|polishes|clean(s|ed)? up|cleanup|tidy|reorgani[sz]e"
     r"|delete[sd]?|extract and split|move[sd]? (files?|code))\b",
     r"^(remove[sd]?|drop(s|ped)?) (the |an? )?(unused|dead|old|deprecated|legacy)?\s*`?\w+`?$",

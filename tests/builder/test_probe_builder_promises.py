@@ -442,6 +442,18 @@ def test_a_title_typed_as_tests_promises_nothing(title):
     assert extract_promises(title, "") == []
 
 
+@pytest.mark.parametrize(
+    ("sentence", "promise"),
+    [
+        ("Fix CI for SFT", False),
+        ("Add CI for the SFT trainer with various FSDP configurations", False),
+        ("Fix the reward model's crash on empty batches", True),
+    ],
+)
+def test_a_sentence_about_the_ci_promises_nothing(sentence, promise):
+    assert bool(_body_categories(sentence)) is promise
+
+
 def test_time_cut_is_a_time_promise_but_time_in_passing_is_not():
     assert PromiseCategory.time in _body_categories("Improvements on graph capture time.")
     assert PromiseCategory.time not in _body_categories(
