@@ -43,10 +43,13 @@ from probe_builder.promises.phrases import (
     LISTED_COMPONENT,
     LONG_DECIMAL,
     MEASURING,
+    MEMORY_FOOTPRINT,
+    MEMORY_HIERARCHY,
     MODE_CLAIM,
     NAMED_INTERFACE,
     NOT_A_PROMISE,
     NUMBER_TOKEN,
+    NUMERIC_CLAIM,
     PROBLEM_OPENING,
     PROBLEM_SECTIONS,
     PURPOSE,
@@ -198,6 +201,18 @@ def _categories(sentence: Sentence) -> list[PromiseCategory]:
         and not STATE_BEHAVIOUR.search(text)
     ):
         found.remove(PromiseCategory.state)  # the speed of a state operation, not its state
+    if (
+        PromiseCategory.time in found
+        and PromiseCategory.numeric in found
+        and not NUMERIC_CLAIM.search(text)
+    ):
+        found.remove(PromiseCategory.numeric)  # the speed of a kernel for a number format
+    if (
+        PromiseCategory.memory in found
+        and MEMORY_HIERARCHY.search(text)
+        and not MEMORY_FOOTPRINT.search(text)
+    ):
+        found.remove(PromiseCategory.memory)  # memory a kernel reads through, not memory held
     if MEASURING.search(text):
         found = [c for c in found if c not in RESOURCE_CATEGORIES]
     if LIMITATION.search(text):

@@ -68,6 +68,23 @@ _STATE_OPERATIONS = (
     r"\bsynchroni[sz]\w*\b[^.]{0,30}\b(weights?|param\w*)\b",
 )
 STATE_BEHAVIOUR = rx(*_STATE_BEHAVIOURS)
+# The memory a kernel reads and writes through (global memory, its bandwidth and accesses):
+# a claim about it is one of speed, not of memory held, unless a footprint is named too.
+MEMORY_HIERARCHY = rx(
+    r"\b(global|shared|l2|on-chip) memory\b",
+    r"\bmemory (instructions?|access\w*|bandwidth|transactions?|bound|throughput|coalesc\w*)\b",
+)
+MEMORY_FOOTPRINT = rx(
+    r"\b(footprint|usage|oom|out[- ]of[- ]memory|peak|offload\w*|capacity|consumption|leak\w*"
+    r"|savings?|saves?)\b"
+)
+# What a sentence claims of the numbers themselves; without it, a sentence that promises speed
+# and names a number format ("faster FP4 quantization kernels") promises only the speed.
+NUMERIC_CLAIM = rx(
+    r"\b(accura\w*|precis\w*|correct\w*|exact\w*|match\w*|stab\w*|nans?|inf|determin\w*"
+    r"|invarian\w*|errors?|overflow\w*|underflow\w*|bitwise|lossless|parity|consisten\w*"
+    r"|wrong|incorrect\w*|loss\w*|drift\w*|diverg\w*)\b"
+)
 
 CUES: dict[PromiseCategory, re.Pattern[str]] = {
     PromiseCategory.memory: rx(
@@ -84,6 +101,7 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         + r"|sav|lower|decreas|constant|bound)\w*",
         # memory spent that need not be: a fix of the excess, or not holding it all at once
         r"\b(more|extra|excess\w*|unnecessary|redundant) (\w+ )?memory\b|\bin memory at once\b",
+        r"\bmemory[- ](retention|regression|growth|bloat)\b",
         r"\bover[- ]?(provision|allocat|reserv|commit)\w*\b",
         r"\bmeta[- ]device\b",
         r"\b(OOM|OOMs|out[- ]of[- ]memory)\b",
@@ -138,6 +156,8 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         + _REDUCE
         + r"|cut|drop|decreas|shorten|halv)\w*",
         r"\bparalleli[sz](e|es|ed|ing)\b",
+        # a time given before and after ("compilation time from 24s to 16s")
+        r"\b(time|latency|duration)s? (\w+ )?from \d[\d.]* ?(s|ms|us|sec\w*|min\w*|hours?)\b to \d",
     ),
     PromiseCategory.traffic: rx(
         r"\b(data )?(transmission|traffic|bandwidth)\b",
@@ -196,7 +216,7 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\bloss(es)?\b[^.]{0,20}\b(mask\w*|padding)\b|\b(mask\w*|padding)\b[^.]{0,20}\bloss\b",
         r"\b(fix|correct|wrong|incorrect)\w*\b[^.]{0,30}\b(logprobs?|logits|accuracy|results?|outputs?"
         r"|values?|norms?)\b",
-        r"\baccuracy (drop|issue|regression|degradation)\b|\brounding\b",
+        r"\baccuracy (drop|issue|regression|degradation)\b|\brounding\b|\bmore accurate(ly)?\b",
         # low-precision formats a run trains or serves in, and quantisation done right
         r"\b(fp8|fp16|fp4|mxfp8|nvfp4|int8|int4)\b[^.]{0,30}"
         r"\b(training|rollout|inference|quantiz\w*|fix\w*)\b",

@@ -454,6 +454,39 @@ def test_a_sentence_about_the_ci_promises_nothing(sentence, promise):
     assert bool(_body_categories(sentence)) is promise
 
 
+@pytest.mark.parametrize(
+    ("sentence", "category", "found"),
+    [
+        # memory held on to, fixed; a time given before and after; numbers made more accurate
+        ("Fix a memory-retention regression in the prompt cache.", PromiseCategory.memory, True),
+        ("Cold compilation time from 24s to 16s on the 70B model.", PromiseCategory.time, True),
+        ("Compilation time from the cache is logged per model.", PromiseCategory.time, False),
+        ("It uses a more accurate top-p condition.", PromiseCategory.numeric, True),
+        # the speed of a kernel for a number format is not a promise about the numbers ...
+        ("Up to 65% faster FP4 quantization kernels.", PromiseCategory.numeric, False),
+        ("Up to 65% faster FP4 quantization kernels.", PromiseCategory.time, True),
+        # ... unless the sentence claims something of the numbers too
+        (
+            "Faster FP8 quantization kernels that match the reference output.",
+            PromiseCategory.numeric,
+            True,
+        ),
+        # memory a kernel reads through is speed, not memory held ...
+        (
+            "Reduced the number of global memory instructions, improving L2 use.",
+            PromiseCategory.memory,
+            False,
+        ),
+        # ... unless a footprint is named
+        ("Reduced global memory usage of the sampler by half.", PromiseCategory.memory, True),
+    ],
+)
+def test_kernel_sentences_promise_speed_unless_they_name_numbers_or_footprint(
+    sentence, category, found
+):
+    assert (category in _body_categories(sentence)) is found
+
+
 def test_time_cut_is_a_time_promise_but_time_in_passing_is_not():
     assert PromiseCategory.time in _body_categories("Improvements on graph capture time.")
     assert PromiseCategory.time not in _body_categories(
