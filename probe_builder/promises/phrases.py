@@ -52,6 +52,9 @@ _STATE_BEHAVIOURS = (
     r"\bsave\w*\b[^.]{0,40}\blatest",
     r"\bacross (steps|calls|iterations|epochs|restarts)\b|\brepeated(ly)?\b",
     r"\bpersistent across\b",
+    # what is (not) cleared or freed when a request's life turns (preempted, aborted, reset)
+    r"\b(cleared|flushed|freed|released)\b[^.]{0,40}\b(when|after|before|upon|on) (\w+ ){0,3}"
+    r"(preempt\w*|abort\w*|reset\w*|restart\w*|finish\w*)",
     # results kept from an earlier run and reused by the next
     r"\b(subsequent|later|next) runs?\b|\breus\w* (the )?previous(ly)?\b",
     r"\bkv[- ]?cache (allocation|allocator|blocks?|manager|management)\b",

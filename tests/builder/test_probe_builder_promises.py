@@ -487,6 +487,18 @@ def test_kernel_sentences_promise_speed_unless_they_name_numbers_or_footprint(
     assert (category in _body_categories(sentence)) is found
 
 
+@pytest.mark.parametrize(
+    ("sentence", "state"),
+    [
+        ("Scheduled speculative tokens were not cleared when the request is preempted.", True),
+        ("Blocks are freed after the request is aborted.", True),
+        ("The request is preempted when the pool runs out.", False),
+    ],
+)
+def test_what_is_cleared_when_a_request_is_preempted_is_state(sentence, state):
+    assert (PromiseCategory.state in _body_categories(sentence)) is state
+
+
 def test_time_cut_is_a_time_promise_but_time_in_passing_is_not():
     assert PromiseCategory.time in _body_categories("Improvements on graph capture time.")
     assert PromiseCategory.time not in _body_categories(
