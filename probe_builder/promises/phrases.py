@@ -52,6 +52,7 @@ _STATE_BEHAVIOURS = (
     r"\bsave\w*\b[^.]{0,40}\blatest",
     r"\bacross (steps|calls|iterations|epochs|restarts)\b|\brepeated(ly)?\b",
     r"\bpersistent across\b",
+    r"\b(avoid\w*|stop\w*|skip\w*|keep\w*|disabl\w*)\s+caching\b",
     # what is (not) cleared or freed when a request's life turns (preempted, aborted, reset)
     r"\b(cleared|flushed|freed|released)\b[^.]{0,40}\b(when|after|before|upon|on) (\w+ ){0,3}"
     r"(preempt\w*|abort\w*|reset\w*|restart\w*|finish\w*)",
@@ -114,7 +115,8 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\b(reduc\w*|lower\w*|fewer|less)\b[^.]{0,20}\b(minimum )?(number of )?(gpus|devices)\b",
     ),
     PromiseCategory.time: rx(
-        r"\bspeed[- ]?ups?\b|\bspeeds? up\b|\bfaster\b|\baccelerat\w*|\bthroughput\b|\blatency\b",
+        r"\bspeed[- ]?ups?\b|\bspeeds? up\b|\bfaster\b|\bthroughput\b|\blatency\b",
+        r"\baccelerat(e|es|ed|ing|ion|ions)\b",  # not "accelerator", the device
         r"\b(improv|better|boost|optimi[sz])\w*\s+(\w+\s+){0,3}performance\b",
         r"\bperf(ormance)? (improvement|gain|optimi[sz]ation|now scales|tuning)",
         # the same said the other way round: "the performance is usually better than ..."

@@ -499,6 +499,23 @@ def test_what_is_cleared_when_a_request_is_preempted_is_state(sentence, state):
     assert (PromiseCategory.state in _body_categories(sentence)) is state
 
 
+@pytest.mark.parametrize(
+    ("sentence", "category", "found"),
+    [
+        # the accelerator is a device, not a speed-up
+        ("Release allocator memory on the accelerator before wake.", PromiseCategory.time, False),
+        ("This accelerates decoding of long prompts.", PromiseCategory.time, True),
+        # what is cached and what no longer is
+        ("Avoid caching full prompts in the fallback path.", PromiseCategory.state, True),
+        ("Keep caching reusable placeholder sequences.", PromiseCategory.state, True),
+    ],
+)
+def test_an_accelerator_is_no_speed_up_and_caching_kept_or_avoided_is_state(
+    sentence, category, found
+):
+    assert (category in _body_categories(sentence)) is found
+
+
 def test_time_cut_is_a_time_promise_but_time_in_passing_is_not():
     assert PromiseCategory.time in _body_categories("Improvements on graph capture time.")
     assert PromiseCategory.time not in _body_categories(
