@@ -106,6 +106,8 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         # memory spent that need not be: a fix of the excess, or not holding it all at once
         r"\b(more|extra|excess\w*|unnecessary|redundant) (\w+ )?memory\b|\bin memory at once\b",
         r"\bmemory[- ](retention|regression|growth|bloat)\b",
+        # memory given back, its owner named first ("release transient allocator memory")
+        r"\b(releas|free|reclaim)\w*\b[^.]{0,60}\bmemory\b",
         r"\bover[- ]?(provision|allocat|reserv|commit)\w*\b",
         r"\bmeta[- ]device\b",
         r"\b(OOM|OOMs|out[- ]of[- ]memory)\b",

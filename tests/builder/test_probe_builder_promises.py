@@ -504,6 +504,11 @@ def test_what_is_cleared_when_a_request_is_preempted_is_state(sentence, state):
     [
         # the accelerator is a device, not a speed-up
         ("Release allocator memory on the accelerator before wake.", PromiseCategory.time, False),
+        (
+            "Release transient Python and accelerator allocator memory before wake.",
+            PromiseCategory.memory,
+            True,
+        ),
         ("This accelerates decoding of long prompts.", PromiseCategory.time, True),
         # what is cached and what no longer is
         ("Avoid caching full prompts in the fallback path.", PromiseCategory.state, True),
