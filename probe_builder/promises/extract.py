@@ -37,6 +37,7 @@ from probe_builder.promises.phrases import (
     DOCS_SECTIONS,
     DOCS_WORDS,
     ERROR_CLAIM,
+    FAILURE_FIXED,
     FEATURE_VERB,
     HOUSEKEEPING_CLAUSE,
     LIMITATION,
@@ -213,7 +214,7 @@ def _categories(sentence: Sentence) -> list[PromiseCategory]:
         and not MEMORY_FOOTPRINT.search(text)
     ):
         found.remove(PromiseCategory.memory)  # memory a kernel reads through, not memory held
-    if MEASURING.search(text):
+    if MEASURING.search(text) and not FAILURE_FIXED.search(text):
         found = [c for c in found if c not in RESOURCE_CATEGORIES]
     if LIMITATION.search(text):
         found = [c for c in found if c is not PromiseCategory.mode]

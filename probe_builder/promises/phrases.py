@@ -106,12 +106,15 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         # memory spent that need not be: a fix of the excess, or not holding it all at once
         r"\b(more|extra|excess\w*|unnecessary|redundant) (\w+ )?memory\b|\bin memory at once\b",
         r"\bmemory[- ](retention|regression|growth|bloat)\b",
+        r"\b(peak|activation|extra|more|excess\w*)\s+(\w+\s+)?vram\b",
+        r"\bvram (usage|footprint|consumption)\b",
         # memory given back, its owner named first ("release transient allocator memory")
         r"\b(releas|free|reclaim)\w*\b[^.]{0,60}\bmemory\b",
         r"\bover[- ]?(provision|allocat|reserv|commit)\w*\b",
         r"\bmeta[- ]device\b",
         r"\b(OOM|OOMs|out[- ]of[- ]memory)\b",
-        r"\boffload(s|ed|ing)?\b",
+        r"\boffload(s|ed|ing)?\b(?![^.]{0,40}\bto (a |the |its |their )?(\w+[- ']+){0,2}"
+        r"(threads?|thread pool|pool|executor|background)\b)",
         r"\b(kv[- ]?cache|cache) (memory|capacity)\b",
         # a model that fits on fewer devices
         r"\b(reduc\w*|lower\w*|fewer|less)\b[^.]{0,20}\b(minimum )?(number of )?(gpus|devices)\b",
@@ -163,8 +166,14 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         + _REDUCE
         + r"|cut|drop|decreas|shorten|halv)\w*",
         r"\bparalleli[sz](e|es|ed|ing)\b",
-        # a time given before and after ("compilation time from 24s to 16s")
+        # a time given before and after ("compilation time from 24s to 16s", "goes from ~80ms
+        # down to ~10ms")
         r"\b(time|latency|duration)s? (\w+ )?from \d[\d.]* ?(s|ms|us|sec\w*|min\w*|hours?)\b to \d",
+        r"\bfrom ~?\d[\d.]* ?(s|ms|us|sec\w*|min\w*)\b (\w+ )?"
+        r"to ~?\d[\d.]* ?(s|ms|us|sec\w*|min\w*)\b",
+        # work handed to other threads ("offload the CPU work to the renderer's thread pool")
+        r"\boffload\w*\b[^.]{0,40}\bto (a |the |its |their )?(\w+[- ']+){0,2}"
+        r"(threads?|thread pool|pool|executor|background)\b",
     ),
     PromiseCategory.traffic: rx(
         r"\b(data )?(transmission|traffic|bandwidth)\b",
@@ -175,6 +184,8 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         + r"(communication volume|transfers?|copy|copying|copies|data collect|send|bytes"
         r"|gather\w*|d2h|h2d|round[- ]trips?)\b",
         r"\b(number|count) of (calls|bytes|collectives|messages|transfers)\b",
+        r"\b(unnecessary|redundant|avoid\w*|fewer|less|no|skip\w*|eliminat\w*|remov\w*|reduc\w*)"
+        r" (\w+[- ]){0,2}(mem)?cop(y|ies)\b",
         r"\b\d+\s+" + _COLLECTIVE + r"s?\b",
         r"\b(fewer|less|no|avoid\w*|skip\w*|remov\w*|one|single)\s+(\w+\s+){0,2}" + _COLLECTIVE,
         r"\ball[-_ ]?reduce\b[^.]{0,40}\bonly\b|\bonly\b[^.]{0,30}\ball[-_ ]?reduce",
@@ -240,6 +251,12 @@ MEASURING = rx(
     r"\bsnapshots? (dump|visuali)\w*",
     r"\b(add|adds|added|report\w*|comput\w*|calculat\w*|estimat\w*)\b[^.]{0,15}\bmfu\b"
     r"|\bflops? (calculation|estimat\w*|count\w*|accounting)\b",
+)
+# A failure of a resource fixed, even one met while measuring ("fix the OOM during memory
+# profiling"): a promise, where measuring alone is not.
+FAILURE_FIXED = rx(
+    r"\b(fix\w*|avoid\w*|prevent\w*|resolv\w*)\b(?:[^.]|\.(?=\d)){0,40}"
+    r"\b(oom|ooms|out[- ]of[- ]memory|leak\w*)\b"
 )
 # What the change works with only ("is only compatible with dist_ckpt load").
 _ONLY_COMPATIBLE = r"\b(is |are )?only (compatible|supported) (with|on|for|in|under|by)\b"

@@ -521,6 +521,35 @@ def test_an_accelerator_is_no_speed_up_and_caching_kept_or_avoided_is_state(
     assert (category in _body_categories(sentence)) is found
 
 
+@pytest.mark.parametrize(
+    ("sentence", "category", "found"),
+    [
+        # copies avoided are traffic
+        ("It helps avoid unnecessary gpu memcopies.", PromiseCategory.traffic, True),
+        ("No post-copy is needed after the save.", PromiseCategory.traffic, True),
+        ("Copy the config into the run folder.", PromiseCategory.traffic, False),
+        # a duration before and after is a time promise
+        ("The rebalance overhead goes from ~80ms down to ~10ms.", PromiseCategory.time, True),
+        ("Timeouts range from 5s to 60s depending on the model.", PromiseCategory.time, True),
+        # VRAM is memory
+        ("The default preserves existing peak VRAM.", PromiseCategory.memory, True),
+        # work handed to a thread pool is time, not memory offloaded
+        ("Offload derender CPU work to the renderer thread pool.", PromiseCategory.time, True),
+        ("Offload derender CPU work to the renderer thread pool.", PromiseCategory.memory, False),
+        ("Offload optimizer states to CPU.", PromiseCategory.memory, True),
+        # an OOM fixed is a memory promise even when met while profiling; a leak debugger is not
+        ("Fix DeepSeek V3.2 OOM during CG memory profiling", PromiseCategory.memory, True),
+        (
+            "Add memory snapshot visualization to debug GPU memory leaks.",
+            PromiseCategory.memory,
+            False,
+        ),
+    ],
+)
+def test_copies_durations_vram_thread_pools_and_fixed_ooms(sentence, category, found):
+    assert (category in _body_categories(sentence)) is found
+
+
 def test_time_cut_is_a_time_promise_but_time_in_passing_is_not():
     assert PromiseCategory.time in _body_categories("Improvements on graph capture time.")
     assert PromiseCategory.time not in _body_categories(
