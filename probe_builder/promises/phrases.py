@@ -136,6 +136,8 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         + r"(computation|compute|calculation|(?<!memory )overhead|cpu usage|sync\w*|stalls?"
         r"|bubbles?|launch\w*)s?\b",
         r"\bcpu usage\b[^.]{0,60}\breduc",
+        r"\b(fix\w*|prevent\w*)\b[^.]{0,30}\bstalls?\b",
+        r"\bskip\w*\b[^.]{0,20}\b(extra|redundant|unnecessary)\b",
         r"(?<!^)\b(concurrently|at the same time|in parallel with)\b|\bruns? ahead\b"
         r"|\brunning ahead\b",
         # the serving latencies, cut
@@ -184,6 +186,13 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         + r"(communication volume|transfers?|copy|copying|copies|data collect|send|bytes"
         r"|gather\w*|d2h|h2d|round[- ]trips?)\b",
         r"\b(number|count) of (calls|bytes|collectives|messages|transfers)\b",
+        # one collective replaced by another ("replace the all-reduce with a reduce-scatter",
+        # "all-gather(2H) + all-reduce(H) -> all-gather(H)")
+        r"\breplac\w*\b[^.]{0,30}"
+        + _COLLECTIVE
+        + r"[^.]{0,20}\b(with|by)\b[^.]{0,20}"
+        + _COLLECTIVE,
+        _COLLECTIVE + r"[^.]{0,40}(->|→)[^.]{0,20}" + _COLLECTIVE,
         r"\b(unnecessary|redundant|avoid\w*|fewer|less|no|skip\w*|eliminat\w*|remov\w*|reduc\w*)"
         r" (\w+[- ]){0,2}(mem)?cop(y|ies)\b",
         r"\b\d+\s+" + _COLLECTIVE + r"s?\b",
@@ -235,6 +244,7 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\b(fix|correct|wrong|incorrect)\w*\b[^.]{0,30}\b(logprobs?|logits|accuracy|results?|outputs?"
         r"|values?|norms?)\b",
         r"\baccuracy (drop|issue|regression|degradation)\b|\brounding\b|\bmore accurate(ly)?\b",
+        r"\b(generated )?outputs? (are |remain |stay )?(unchanged|identical|bit-?exact)\b",
         # low-precision formats a run trains or serves in, and quantisation done right
         r"\b(fp8|fp16|fp4|mxfp8|nvfp4|int8|int4)\b[^.]{0,30}"
         r"\b(training|rollout|inference|quantiz\w*|fix\w*)\b",
@@ -404,7 +414,9 @@ DOCS_SECTIONS = re.compile(r"\b(docs?|documentation|readme)\b", re.I)
 # Title tags that name the kind of change ([Perf], perf:, [torch.compile]): the title promises
 # that category.
 TITLE_TAGS: dict[PromiseCategory, re.Pattern[str]] = {
-    PromiseCategory.time: rx(r"\[\s*perf(ormance)?\s*\]", r"^\s*(\[[^\]]*\]\s*)*perf(\([^)]*\))?:"),
+    PromiseCategory.time: rx(
+        r"\[[^\]]*\bperf(ormance)?\s*\]", r"^\s*(\[[^\]]*\]\s*)*perf(\([^)]*\))?:"
+    ),
     PromiseCategory.mode: rx(
         r"\[\s*(torch\.compile|compile|cuda[- _]?graphs?|full[- _]?graph)\s*\]"
     ),

@@ -550,6 +550,33 @@ def test_copies_durations_vram_thread_pools_and_fixed_ooms(sentence, category, f
     assert (category in _body_categories(sentence)) is found
 
 
+@pytest.mark.parametrize(
+    ("sentence", "category", "found"),
+    [
+        # one collective replaced by another moves less
+        ("Replace MoE all-reduce with reduce-scatter.", PromiseCategory.traffic, True),
+        ("all-gather(2H) + all-reduce(H) -> all-gather(H)", PromiseCategory.traffic, True),
+        ("Replace the config loader with a faster parser.", PromiseCategory.traffic, False),
+        # stalls fixed and extra steps skipped are time
+        ("This fixes sporadic stalls in the copy thread.", PromiseCategory.time, True),
+        ("Skip the extra handshake step on reconnect.", PromiseCategory.time, True),
+        # outputs unchanged are numbers
+        ("Generated outputs unchanged.", PromiseCategory.numeric, True),
+        ("Generated a new output folder.", PromiseCategory.numeric, False),
+    ],
+)
+def test_collectives_replaced_stalls_fixed_and_outputs_unchanged(sentence, category, found):
+    assert (category in _body_categories(sentence)) is found
+
+
+@pytest.mark.parametrize(
+    ("title", "time"),
+    [("[GLM5.2 Perf] Replace MoE all-reduce", True), ("[Perf] Faster decode", True)],
+)
+def test_a_title_tag_that_ends_in_perf_promises_time(title, time):
+    assert (PromiseCategory.time in {p.category for p in extract_promises(title, "")}) is time
+
+
 def test_time_cut_is_a_time_promise_but_time_in_passing_is_not():
     assert PromiseCategory.time in _body_categories("Improvements on graph capture time.")
     assert PromiseCategory.time not in _body_categories(
