@@ -137,6 +137,8 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"|bubbles?|launch\w*)s?\b",
         r"\bcpu usage\b[^.]{0,60}\breduc",
         r"\b(fix\w*|prevent\w*)\b[^.]{0,30}\bstalls?\b",
+        r"\b(remov|avoid|eliminat|no)\w*\b[^.]{0,30}\bbusy[- ]?(loop|wait\w*|poll\w*|spin\w*)",
+        r"\b(most|more) performant\b",
         r"\bskip\w*\b[^.]{0,20}\b(extra|redundant|unnecessary)\b",
         r"(?<!^)\b(concurrently|at the same time|in parallel with)\b|\bruns? ahead\b"
         r"|\brunning ahead\b",
@@ -198,7 +200,8 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\b\d+\s+" + _COLLECTIVE + r"s?\b",
         r"\b(fewer|less|no|avoid\w*|skip\w*|remov\w*|one|single)\s+(\w+\s+){0,2}" + _COLLECTIVE,
         r"\ball[-_ ]?reduce\b[^.]{0,40}\bonly\b|\bonly\b[^.]{0,30}\ball[-_ ]?reduce",
-        r"\bzero[- ]copy\b|\bipc\b|\bno (extra |additional )?communication( overhead)?\b",
+        r"\bzero[- ]copy\b|\bipc\b|\bno (extra |additional |collective )?communication"
+        r"( overhead| (is )?(required|needed))?\b",
         r"\bcommunication (overhead|cost|volume)\b",
         # several collectives fused into one
         r"\bfus(e|es|ed|ing)\b[^.]{0,30}"

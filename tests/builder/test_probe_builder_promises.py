@@ -577,6 +577,19 @@ def test_a_title_tag_that_ends_in_perf_promises_time(title, time):
     assert (PromiseCategory.time in {p.category for p in extract_promises(title, "")}) is time
 
 
+@pytest.mark.parametrize(
+    ("sentence", "category", "found"),
+    [
+        ("It removes the need for a busy loop in idle readers.", PromiseCategory.time, True),
+        ("The reader runs a busy loop to wait for writes.", PromiseCategory.time, False),
+        ("When applicable it is the most performant backend today.", PromiseCategory.time, True),
+        ("No collective communication is required for the query.", PromiseCategory.traffic, True),
+    ],
+)
+def test_busy_loops_removed_performant_backends_and_no_communication(sentence, category, found):
+    assert (category in _body_categories(sentence)) is found
+
+
 def test_time_cut_is_a_time_promise_but_time_in_passing_is_not():
     assert PromiseCategory.time in _body_categories("Improvements on graph capture time.")
     assert PromiseCategory.time not in _body_categories(
