@@ -139,6 +139,8 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\b(fix\w*|prevent\w*)\b[^.]{0,30}\bstalls?\b",
         r"\b(remov|avoid|eliminat|no)\w*\b[^.]{0,30}\bbusy[- ]?(loop|wait\w*|poll\w*|spin\w*)",
         r"\b(most|more) performant\b",
+        r"\b(reduc|cut|sav|shav)\w*\b[^.]{0,40}\bby (around |about |~)?[\d.]+ ?"
+        r"(s|ms|seconds?|minutes?)\b",
         r"\bskip\w*\b[^.]{0,20}\b(extra|redundant|unnecessary)\b",
         r"(?<!^)\b(concurrently|at the same time|in parallel with)\b|\bruns? ahead\b"
         r"|\brunning ahead\b",

@@ -583,6 +583,8 @@ def test_a_title_tag_that_ends_in_perf_promises_time(title, time):
         ("It removes the need for a busy loop in idle readers.", PromiseCategory.time, True),
         ("The reader runs a busy loop to wait for writes.", PromiseCategory.time, False),
         ("When applicable it is the most performant backend today.", PromiseCategory.time, True),
+        ("It reduces the CLI start by around 2 seconds.", PromiseCategory.time, True),
+        ("It reduces the batch by 2 requests.", PromiseCategory.time, False),
         ("No collective communication is required for the query.", PromiseCategory.traffic, True),
     ],
 )
