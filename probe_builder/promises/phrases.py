@@ -106,6 +106,7 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         # memory spent that need not be: a fix of the excess, or not holding it all at once
         r"\b(more|extra|excess\w*|unnecessary|redundant) (\w+ )?memory\b|\bin memory at once\b",
         r"\bmemory[- ](retention|regression|growth|bloat)\b",
+        r"\bleak\w*\b[^.]{0,30}\bmemory\b",
         r"\b(peak|activation|extra|more|excess\w*)\s+(\w+\s+)?vram\b",
         r"\bvram (usage|footprint|consumption)\b",
         # memory given back, its owner named first ("release transient allocator memory")
@@ -139,6 +140,7 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\b(fix\w*|prevent\w*)\b[^.]{0,30}\bstalls?\b",
         r"\b(remov|avoid|eliminat|no)\w*\b[^.]{0,30}\bbusy[- ]?(loop|wait\w*|poll\w*|spin\w*)",
         r"\b(most|more) performant\b",
+        r"\b(overhead|over head|latency)\b[^.]{0,30}\bdown to\b",
         r"\b(reduc|cut|sav|shav)\w*\b[^.]{0,40}\bby (around |about |~)?[\d.]+ ?"
         r"(s|ms|seconds?|minutes?)\b",
         r"\bskip\w*\b[^.]{0,20}\b(extra|redundant|unnecessary)\b",
@@ -221,7 +223,7 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
     PromiseCategory.state: rx(*_STATE_BEHAVIOURS, *_STATE_OPERATIONS),
     PromiseCategory.mode: rx(
         r"\bcuda[-_ ]?graphs?\b|(?<![a-z])cudagraph\w*|\b(piecewise|full) graphs?\b",
-        r"\btorch\.compile\b|\bcompile mode\b|\bgraph (capture|replay)\b|\binductor\b",
+        r"\btorch[._ ]compile\b|\bcompile mode\b|\bgraph (capture|replay)\b|\binductor\b",
         r"\benforce[_ ]eager\b|\beager (mode|execution)\b",
         r"\b(cuda[- ]?)?graph(able|[- ]safe|[- ]capturable|[- ]compatible)\b|\bcapturable\b",
         r"\bpiece[- ]?wise (compil\w*|cuda[- ]?graphs?|graphs?)\b",

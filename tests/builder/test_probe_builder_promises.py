@@ -585,6 +585,9 @@ def test_a_title_tag_that_ends_in_perf_promises_time(title, time):
         ("When applicable it is the most performant backend today.", PromiseCategory.time, True),
         ("It reduces the CLI start by around 2 seconds.", PromiseCategory.time, True),
         ("It reduces the batch by 2 requests.", PromiseCategory.time, False),
+        ("NCCL brings the over head down to 100s of microseconds.", PromiseCategory.time, True),
+        ("Fix workspace resize leaking reserved GPU memory.", PromiseCategory.memory, True),
+        ("Add torch compile for the vision encoder.", PromiseCategory.mode, True),
         ("No collective communication is required for the query.", PromiseCategory.traffic, True),
     ],
 )
