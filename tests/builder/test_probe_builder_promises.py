@@ -391,43 +391,32 @@ def test_performance_said_better_after_the_word_is_a_time_promise(sentence, time
     assert (PromiseCategory.time in _body_categories(sentence)) is time
 
 
-@pytest.mark.parametrize(
-    ("title", "time"),
-    [
-        # "perf" for "performance", and a title naming the fusion it did
-        ("GDP perf optimizations", True),
-        ("Fused dLN + add in backwards pass", True),
-        ("Fused dropout and residual add for the MLP", True),
-        # a perf tool, a fused module named as the thing changed, not a fusion done
-        ("Add perf counters to the scheduler log", False),
-        ("Fused MoE: support bias in the router", False),
-    ],
-)
-def test_a_perf_or_fusion_title_is_a_time_promise(title, time):
-    categories = {p.category for p in extract_promises(title, "")}
-    assert (PromiseCategory.time in categories) is time
+C = PromiseCategory
 
 
-@pytest.mark.parametrize(
-    ("title", "category", "found"),
-    [
-        # memory set aside beyond what is needed, fixed
-        ("Fix over provisioning of Mamba state memory", PromiseCategory.memory, True),
-        (
-            "Avoid over-allocating the KV pool when max_requests is set",
-            PromiseCategory.memory,
-            True,
-        ),
-        ("Provision Mamba state per request", PromiseCategory.memory, False),
-        # values clipped to a bound compute other numbers
-        ("QK logits clipping (non-split version)", PromiseCategory.numeric, True),
-        ("Clip the gradients before the optimizer step", PromiseCategory.numeric, True),
-        ("Add a clipboard helper to the CLI", PromiseCategory.numeric, False),
-    ],
-)
-def test_over_provisioned_memory_and_clipped_values_are_promises(title, category, found):
-    categories = {p.category for p in extract_promises(title, "")}
-    assert (category in categories) is found
+# (title, category, whether the title promises it): one row per cue, with a near miss beside it
+TITLE_CUES = [
+    # "perf" for "performance", a title tag ending in Perf, and a title naming the fusion done
+    ("GDP perf optimizations", C.time, True),
+    ("[GLM5.2 Perf] Replace MoE all-reduce", C.time, True),
+    ("Fused dLN + add in backwards pass", C.time, True),
+    ("Fused dropout and residual add for the MLP", C.time, True),
+    ("Add perf counters to the scheduler log", C.time, False),
+    ("Fused MoE: support bias in the router", C.time, False),
+    # memory set aside beyond what is needed, fixed
+    ("Fix over provisioning of Mamba state memory", C.memory, True),
+    ("Avoid over-allocating the KV pool when max_requests is set", C.memory, True),
+    ("Provision Mamba state per request", C.memory, False),
+    # values clipped to a bound compute other numbers
+    ("QK logits clipping (non-split version)", C.numeric, True),
+    ("Clip the gradients before the optimizer step", C.numeric, True),
+    ("Add a clipboard helper to the CLI", C.numeric, False),
+]
+
+
+@pytest.mark.parametrize(("title", "category", "found"), TITLE_CUES)
+def test_a_title_carries_the_category_its_cues_say(title, category, found):
+    assert (category in {p.category for p in extract_promises(title, "")}) is found
 
 
 @pytest.mark.parametrize(
@@ -454,144 +443,71 @@ def test_a_sentence_about_the_ci_promises_nothing(sentence, promise):
     assert bool(_body_categories(sentence)) is promise
 
 
-@pytest.mark.parametrize(
-    ("sentence", "category", "found"),
-    [
-        # memory held on to, fixed; a time given before and after; numbers made more accurate
-        ("Fix a memory-retention regression in the prompt cache.", PromiseCategory.memory, True),
-        ("Cold compilation time from 24s to 16s on the 70B model.", PromiseCategory.time, True),
-        ("Compilation time from the cache is logged per model.", PromiseCategory.time, False),
-        ("It uses a more accurate top-p condition.", PromiseCategory.numeric, True),
-        # the speed of a kernel for a number format is not a promise about the numbers ...
-        ("Up to 65% faster FP4 quantization kernels.", PromiseCategory.numeric, False),
-        ("Up to 65% faster FP4 quantization kernels.", PromiseCategory.time, True),
-        # ... unless the sentence claims something of the numbers too
-        (
-            "Faster FP8 quantization kernels that match the reference output.",
-            PromiseCategory.numeric,
-            True,
-        ),
-        # memory a kernel reads through is speed, not memory held ...
-        (
-            "Reduced the number of global memory instructions, improving L2 use.",
-            PromiseCategory.memory,
-            False,
-        ),
-        # ... unless a footprint is named
-        ("Reduced global memory usage of the sampler by half.", PromiseCategory.memory, True),
-    ],
-)
-def test_kernel_sentences_promise_speed_unless_they_name_numbers_or_footprint(
-    sentence, category, found
-):
-    assert (category in _body_categories(sentence)) is found
+# (description sentence, category, whether it promises it): one row per cue or filter, with a
+# near miss beside it
+SENTENCE_CUES = [
+    # memory held on to, leaked, released or over its peak
+    ("Fix a memory-retention regression in the prompt cache.", C.memory, True),
+    ("Fix workspace resize leaking reserved GPU memory.", C.memory, True),
+    ("Release transient Python and accelerator allocator memory before wake.", C.memory, True),
+    ("The default preserves existing peak VRAM.", C.memory, True),
+    # an OOM fixed is a memory promise even when met while profiling; a leak debugger is not
+    ("Fix DeepSeek V3.2 OOM during CG memory profiling", C.memory, True),
+    ("Add memory snapshot visualization to debug GPU memory leaks.", C.memory, False),
+    # memory a kernel reads through is speed, not memory held, unless a footprint is named
+    ("Reduced the number of global memory instructions, improving L2 use.", C.memory, False),
+    ("Reduced global memory usage of the sampler by half.", C.memory, True),
+    # work handed to a thread pool is time, not memory offloaded
+    ("Offload derender CPU work to the renderer thread pool.", C.time, True),
+    ("Offload derender CPU work to the renderer thread pool.", C.memory, False),
+    ("Offload optimizer states to CPU.", C.memory, True),
+    # a time before and after, or cut by seconds; overhead brought down
+    ("Cold compilation time from 24s to 16s on the 70B model.", C.time, True),
+    ("The rebalance overhead goes from ~80ms down to ~10ms.", C.time, True),
+    ("Timeouts range from 5s to 60s depending on the model.", C.time, True),
+    ("Compilation time from the cache is logged per model.", C.time, False),
+    ("It reduces the CLI start by around 2 seconds.", C.time, True),
+    ("It reduces the batch by 2 requests.", C.time, False),
+    ("NCCL brings the over head down to 100s of microseconds.", C.time, True),
+    # stalls fixed, extra steps skipped, busy loops removed, the most performant backend
+    ("This fixes sporadic stalls in the copy thread.", C.time, True),
+    ("Skip the extra handshake step on reconnect.", C.time, True),
+    ("It removes the need for a busy loop in idle readers.", C.time, True),
+    ("The reader runs a busy loop to wait for writes.", C.time, False),
+    ("When applicable it is the most performant backend today.", C.time, True),
+    # the accelerator is a device, not a speed-up
+    ("Release allocator memory on the accelerator before wake.", C.time, False),
+    ("This accelerates decoding of long prompts.", C.time, True),
+    # the speed of a kernel for a number format is not a promise about the numbers, unless
+    # the sentence claims something of the numbers too
+    ("Up to 65% faster FP4 quantization kernels.", C.numeric, False),
+    ("Up to 65% faster FP4 quantization kernels.", C.time, True),
+    ("Faster FP8 quantization kernels that match the reference output.", C.numeric, True),
+    # numbers made more accurate, or left as they were
+    ("It uses a more accurate top-p condition.", C.numeric, True),
+    ("Generated outputs unchanged.", C.numeric, True),
+    ("Generated a new output folder.", C.numeric, False),
+    # copies avoided, one collective replaced by another, no communication needed
+    ("It helps avoid unnecessary gpu memcopies.", C.traffic, True),
+    ("No post-copy is needed after the save.", C.traffic, True),
+    ("Copy the config into the run folder.", C.traffic, False),
+    ("Replace MoE all-reduce with reduce-scatter.", C.traffic, True),
+    ("all-gather(2H) + all-reduce(H) -> all-gather(H)", C.traffic, True),
+    ("Replace the config loader with a faster parser.", C.traffic, False),
+    ("No collective communication is required for the query.", C.traffic, True),
+    # what is cleared when a request's life turns, what is cached and what no longer is
+    ("Scheduled speculative tokens were not cleared when the request is preempted.", C.state, True),
+    ("Blocks are freed after the request is aborted.", C.state, True),
+    ("The request is preempted when the pool runs out.", C.state, False),
+    ("Avoid caching full prompts in the fallback path.", C.state, True),
+    ("Keep caching reusable placeholder sequences.", C.state, True),
+    # "torch compile" without the dot
+    ("Add torch compile for the vision encoder.", C.mode, True),
+]
 
 
-@pytest.mark.parametrize(
-    ("sentence", "state"),
-    [
-        ("Scheduled speculative tokens were not cleared when the request is preempted.", True),
-        ("Blocks are freed after the request is aborted.", True),
-        ("The request is preempted when the pool runs out.", False),
-    ],
-)
-def test_what_is_cleared_when_a_request_is_preempted_is_state(sentence, state):
-    assert (PromiseCategory.state in _body_categories(sentence)) is state
-
-
-@pytest.mark.parametrize(
-    ("sentence", "category", "found"),
-    [
-        # the accelerator is a device, not a speed-up
-        ("Release allocator memory on the accelerator before wake.", PromiseCategory.time, False),
-        (
-            "Release transient Python and accelerator allocator memory before wake.",
-            PromiseCategory.memory,
-            True,
-        ),
-        ("This accelerates decoding of long prompts.", PromiseCategory.time, True),
-        # what is cached and what no longer is
-        ("Avoid caching full prompts in the fallback path.", PromiseCategory.state, True),
-        ("Keep caching reusable placeholder sequences.", PromiseCategory.state, True),
-    ],
-)
-def test_an_accelerator_is_no_speed_up_and_caching_kept_or_avoided_is_state(
-    sentence, category, found
-):
-    assert (category in _body_categories(sentence)) is found
-
-
-@pytest.mark.parametrize(
-    ("sentence", "category", "found"),
-    [
-        # copies avoided are traffic
-        ("It helps avoid unnecessary gpu memcopies.", PromiseCategory.traffic, True),
-        ("No post-copy is needed after the save.", PromiseCategory.traffic, True),
-        ("Copy the config into the run folder.", PromiseCategory.traffic, False),
-        # a duration before and after is a time promise
-        ("The rebalance overhead goes from ~80ms down to ~10ms.", PromiseCategory.time, True),
-        ("Timeouts range from 5s to 60s depending on the model.", PromiseCategory.time, True),
-        # VRAM is memory
-        ("The default preserves existing peak VRAM.", PromiseCategory.memory, True),
-        # work handed to a thread pool is time, not memory offloaded
-        ("Offload derender CPU work to the renderer thread pool.", PromiseCategory.time, True),
-        ("Offload derender CPU work to the renderer thread pool.", PromiseCategory.memory, False),
-        ("Offload optimizer states to CPU.", PromiseCategory.memory, True),
-        # an OOM fixed is a memory promise even when met while profiling; a leak debugger is not
-        ("Fix DeepSeek V3.2 OOM during CG memory profiling", PromiseCategory.memory, True),
-        (
-            "Add memory snapshot visualization to debug GPU memory leaks.",
-            PromiseCategory.memory,
-            False,
-        ),
-    ],
-)
-def test_copies_durations_vram_thread_pools_and_fixed_ooms(sentence, category, found):
-    assert (category in _body_categories(sentence)) is found
-
-
-@pytest.mark.parametrize(
-    ("sentence", "category", "found"),
-    [
-        # one collective replaced by another moves less
-        ("Replace MoE all-reduce with reduce-scatter.", PromiseCategory.traffic, True),
-        ("all-gather(2H) + all-reduce(H) -> all-gather(H)", PromiseCategory.traffic, True),
-        ("Replace the config loader with a faster parser.", PromiseCategory.traffic, False),
-        # stalls fixed and extra steps skipped are time
-        ("This fixes sporadic stalls in the copy thread.", PromiseCategory.time, True),
-        ("Skip the extra handshake step on reconnect.", PromiseCategory.time, True),
-        # outputs unchanged are numbers
-        ("Generated outputs unchanged.", PromiseCategory.numeric, True),
-        ("Generated a new output folder.", PromiseCategory.numeric, False),
-    ],
-)
-def test_collectives_replaced_stalls_fixed_and_outputs_unchanged(sentence, category, found):
-    assert (category in _body_categories(sentence)) is found
-
-
-@pytest.mark.parametrize(
-    ("title", "time"),
-    [("[GLM5.2 Perf] Replace MoE all-reduce", True), ("[Perf] Faster decode", True)],
-)
-def test_a_title_tag_that_ends_in_perf_promises_time(title, time):
-    assert (PromiseCategory.time in {p.category for p in extract_promises(title, "")}) is time
-
-
-@pytest.mark.parametrize(
-    ("sentence", "category", "found"),
-    [
-        ("It removes the need for a busy loop in idle readers.", PromiseCategory.time, True),
-        ("The reader runs a busy loop to wait for writes.", PromiseCategory.time, False),
-        ("When applicable it is the most performant backend today.", PromiseCategory.time, True),
-        ("It reduces the CLI start by around 2 seconds.", PromiseCategory.time, True),
-        ("It reduces the batch by 2 requests.", PromiseCategory.time, False),
-        ("NCCL brings the over head down to 100s of microseconds.", PromiseCategory.time, True),
-        ("Fix workspace resize leaking reserved GPU memory.", PromiseCategory.memory, True),
-        ("Add torch compile for the vision encoder.", PromiseCategory.mode, True),
-        ("No collective communication is required for the query.", PromiseCategory.traffic, True),
-    ],
-)
-def test_busy_loops_removed_performant_backends_and_no_communication(sentence, category, found):
+@pytest.mark.parametrize(("sentence", "category", "found"), SENTENCE_CUES)
+def test_a_sentence_carries_the_category_its_cues_say(sentence, category, found):
     assert (category in _body_categories(sentence)) is found
 
 
