@@ -52,6 +52,8 @@ _STATE_BEHAVIOURS = (
     r"\bsave\w*\b[^.]{0,40}\blatest",
     r"\bacross (steps|calls|iterations|epochs|restarts)\b|\brepeated(ly)?\b",
     r"\bpersistent across\b",
+    r"\b(on)?load\w*\s*/\s*offload\w*\b",
+    r"\b(training|train)\s*(<->|↔|to|and)\s*(inference|rollout)\s+(transition|switch\w*)\b",
     r"\b(avoid\w*|stop\w*|skip\w*|keep\w*|disabl\w*)\s+caching\b",
     # what is (not) cleared or freed when a request's life turns (preempted, aborted, reset)
     r"\b(cleared|flushed|freed|released)\b[^.]{0,40}\b(when|after|before|upon|on) (\w+ ){0,3}"
@@ -141,6 +143,7 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\b(remov|avoid|eliminat|no)\w*\b[^.]{0,30}\bbusy[- ]?(loop|wait\w*|poll\w*|spin\w*)",
         r"\b(most|more) performant\b",
         r"\b(overhead|over head|latency)\b[^.]{0,30}\bdown to\b",
+        r"\bminimi[sz]\w*\b[^.]{0,40}\b(overhead|latency|launch\w*|cpu time)\b",
         r"\b(reduc|cut|sav|shav)\w*\b[^.]{0,40}\bby (around |about |~)?[\d.]+ ?"
         r"(s|ms|seconds?|minutes?)\b",
         r"\bskip\w*\b[^.]{0,20}\b(extra|redundant|unnecessary)\b",
@@ -204,6 +207,8 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\b\d+\s+" + _COLLECTIVE + r"s?\b",
         r"\b(fewer|less|no|avoid\w*|skip\w*|remov\w*|one|single)\s+(\w+\s+){0,2}" + _COLLECTIVE,
         r"\ball[-_ ]?reduce\b[^.]{0,40}\bonly\b|\bonly\b[^.]{0,30}\ball[-_ ]?reduce",
+        r"\bonly (\w+ ){0,3}" + _COLLECTIVE,
+        r"\b(instead of|rather than|without) (re-?send\w*|re-?transmit\w*|broadcast\w*)",
         r"\bzero[- ]copy\b|\bipc\b|\bno (extra |additional |collective )?communication"
         r"( overhead| (is )?(required|needed))?\b",
         r"\bcommunication (overhead|cost|volume)\b",
@@ -252,6 +257,7 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"|values?|norms?)\b",
         r"\baccuracy (drop|issue|regression|degradation)\b|\brounding\b|\bmore accurate(ly)?\b",
         r"\b(generated )?outputs? (are |remain |stay )?(unchanged|identical|bit-?exact)\b",
+        r"\bdouble[- ]?(mul\w*|multipl\w*|appl\w*|scal\w*)\b|\b(applied|multiplied|scaled) twice\b",
         # low-precision formats a run trains or serves in, and quantisation done right
         r"\b(fp8|fp16|fp4|mxfp8|nvfp4|int8|int4)\b[^.]{0,30}"
         r"\b(training|rollout|inference|quantiz\w*|fix\w*)\b",

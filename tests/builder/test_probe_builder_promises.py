@@ -411,6 +411,9 @@ TITLE_CUES = [
     ("QK logits clipping (non-split version)", C.numeric, True),
     ("Clip the gradients before the optimizer step", C.numeric, True),
     ("Add a clipboard helper to the CLI", C.numeric, False),
+    # the switch between training and inference keeps state
+    ("RL: fix training <-> inference transition", C.state, True),
+    ("RL: fix training script logging", C.state, False),
 ]
 
 
@@ -503,6 +506,14 @@ SENTENCE_CUES = [
     ("Keep caching reusable placeholder sequences.", C.state, True),
     # "torch compile" without the dot
     ("Add torch compile for the vision encoder.", C.mode, True),
+    # scaling applied twice, overhead minimized, one collective only, no resending
+    ("Fix routed_scaling_factor double mul for MoE models.", C.numeric, True),
+    ("The scale is applied twice in the MoE path.", C.numeric, True),
+    ("Use a CUDA kernel instead of Triton to minimize CPU overhead.", C.time, True),
+    ("Now we only do a final allgather.", C.traffic, True),
+    ("Instead of resending full tensors, the trainer sends patches.", C.traffic, True),
+    # load/offload cycles keep state
+    ("Support manual control load/offload.", C.state, True),
 ]
 
 
