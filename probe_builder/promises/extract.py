@@ -203,11 +203,11 @@ def _categories(sentence: Sentence) -> list[PromiseCategory]:
     ):
         found.remove(PromiseCategory.state)  # the speed of a state operation, not its state
     if (
-        PromiseCategory.time in found
+        {PromiseCategory.time, PromiseCategory.memory} & set(found)
         and PromiseCategory.numeric in found
         and not NUMERIC_CLAIM.search(text)
     ):
-        found.remove(PromiseCategory.numeric)  # the speed of a kernel for a number format
+        found.remove(PromiseCategory.numeric)  # the speed or memory of a number format's kernel
     if (
         PromiseCategory.memory in found
         and MEMORY_HIERARCHY.search(text)

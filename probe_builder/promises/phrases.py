@@ -85,7 +85,7 @@ MEMORY_FOOTPRINT = rx(
     r"|savings?|saves?)\b"
 )
 # What a sentence claims of the numbers themselves; without it, a sentence that promises speed
-# and names a number format ("faster FP4 quantization kernels") promises only the speed.
+# or memory and names a number format ("faster FP4 quantization kernels") promises only that.
 NUMERIC_CLAIM = rx(
     r"\b(accura\w*|precis\w*|correct\w*|exact\w*|match\w*|stab\w*|nans?|inf|determin\w*"
     r"|invarian\w*|errors?|overflow\w*|underflow\w*|bitwise|lossless|parity|consisten\w*"
@@ -109,6 +109,7 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\b(more|extra|excess\w*|unnecessary|redundant) (\w+ )?memory\b|\bin memory at once\b",
         r"\bmemory[- ](retention|regression|growth|bloat)\b",
         r"\bleak\w*\b[^.]{0,30}\bmemory\b",
+        r"\b(prevent\w*|avoid\w*|without|no longer)\b[^.]{0,20}\bhold\w*\b[^.]{0,40}\bin memory\b",
         r"\b(peak|activation|extra|more|excess\w*)\s+(\w+\s+)?vram\b",
         r"\bvram (usage|footprint|consumption)\b",
         # memory given back, its owner named first ("release transient allocator memory")
@@ -208,6 +209,7 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\b(fewer|less|no|avoid\w*|skip\w*|remov\w*|one|single)\s+(\w+\s+){0,2}" + _COLLECTIVE,
         r"\ball[-_ ]?reduce\b[^.]{0,40}\bonly\b|\bonly\b[^.]{0,30}\ball[-_ ]?reduce",
         r"\bonly (\w+ ){0,3}" + _COLLECTIVE,
+        r"\bcop(y|ies|ying) only\b",
         r"\b(instead of|rather than|without) (re-?send\w*|re-?transmit\w*|broadcast\w*)",
         r"\bzero[- ]copy\b|\bipc\b|\bno (extra |additional |collective )?communication"
         r"( overhead| (is )?(required|needed))?\b",
@@ -258,6 +260,7 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\baccuracy (drop|issue|regression|degradation)\b|\brounding\b|\bmore accurate(ly)?\b",
         r"\b(generated )?outputs? (are |remain |stay )?(unchanged|identical|bit-?exact)\b",
         r"\bdouble[- ]?(mul\w*|multipl\w*|appl\w*|scal\w*)\b|\b(applied|multiplied|scaled) twice\b",
+        r"\b(byte|bit)[- ](identical|exact)\b",
         # low-precision formats a run trains or serves in, and quantisation done right
         r"\b(fp8|fp16|fp4|mxfp8|nvfp4|int8|int4)\b[^.]{0,30}"
         r"\b(training|rollout|inference|quantiz\w*|fix\w*)\b",

@@ -512,6 +512,11 @@ SENTENCE_CUES = [
     ("Use a CUDA kernel instead of Triton to minimize CPU overhead.", C.time, True),
     ("Now we only do a final allgather.", C.traffic, True),
     ("Instead of resending full tensors, the trainer sends patches.", C.traffic, True),
+    # exact bytes, a model not held in memory, copies cut, a format's memory is not its numbers
+    ("Output is byte-identical to the concatenated path.", C.numeric, True),
+    ("This prevents holding the entire high precision model in memory.", C.memory, True),
+    ("Improve the row swap to copy only valid indices.", C.traffic, True),
+    ("Reduce memory of FP8 quantization kernels.", C.numeric, False),
     # load/offload cycles keep state
     ("Support manual control load/offload.", C.state, True),
 ]
