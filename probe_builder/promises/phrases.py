@@ -47,7 +47,8 @@ _STATE_BEHAVIOURS = (
     r"\bcontinu\w* (the )?train\w*|\bfailover\b",
     r"\bcontinu\w*\b[^.]{0,30}\bafter (an? )?(interruption|failure|restart|crash|preemption)s?\b",
     r"\bpreviously (dumped|saved|generated|cached|computed|stored)\b",
-    r"\bresum(e|ed|es|ing)\b|\brestor\w*",
+    # what is resumed ("restore", said of code and behaviour as often as of state, is not a cue)
+    r"\bresum(e|ed|es|ing)\b",
     r"\b(after|before) (each |every |the )?(validation|abort|sleep|wake|reset|restart|step)\b",
     r"\bsave\w*\b[^.]{0,40}\blatest",
     r"\bacross (steps|calls|iterations|epochs|restarts)\b|\brepeated(ly)?\b",
@@ -144,6 +145,7 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\b(remov|avoid|eliminat|no)\w*\b[^.]{0,30}\bbusy[- ]?(loop|wait\w*|poll\w*|spin\w*)",
         r"\b(most|more) performant\b",
         r"\b(overhead|over head|latency)\b[^.]{0,30}\bdown to\b",
+        r"\b(slow\w* down|hurt\w*)\b[^.]{0,20}\b(ttft|tpot|itl|latency)\b",
         r"\bminimi[sz]\w*\b[^.]{0,40}\b(overhead|latency|launch\w*|cpu time)\b",
         r"\b(reduc|cut|sav|shav)\w*\b[^.]{0,40}\bby (around |about |~)?[\d.]+ ?"
         r"(s|ms|seconds?|minutes?)\b",
@@ -261,6 +263,8 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\b(generated )?outputs? (are |remain |stay )?(unchanged|identical|bit-?exact)\b",
         r"\bdouble[- ]?(mul\w*|multipl\w*|appl\w*|scal\w*)\b|\b(applied|multiplied|scaled) twice\b",
         r"\b(byte|bit)[- ](identical|exact)\b",
+        r"\baccuracy (is )?(restor\w*|recover\w*)\b",
+        r"\b(fix|correct|wrong|incorrect)\w*\b[^.]{0,30}\bdtypes?\b",
         # low-precision formats a run trains or serves in, and quantisation done right
         r"\b(fp8|fp16|fp4|mxfp8|nvfp4|int8|int4)\b[^.]{0,30}"
         r"\b(training|rollout|inference|quantiz\w*|fix\w*)\b",
