@@ -125,7 +125,7 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\b(reduc\w*|lower\w*|fewer|less)\b[^.]{0,20}\b(minimum )?(number of )?(gpus|devices)\b",
     ),
     PromiseCategory.time: rx(
-        r"\bspeed[- ]?ups?\b|\bspeeds? up\b|\bfaster\b|\bthroughput\b|\blatency\b",
+        r"\bspeed[- ]?ups?\b|\b(speeds?|sped|speeded) up\b|\bfaster\b|\bthroughput\b|\blatency\b",
         r"\baccelerat(e|es|ed|ing|ion|ions)\b",  # not "accelerator", the device
         r"\b(improv|better|boost|optimi[sz])\w*\s+(\w+\s+){0,3}performance\b",
         r"\bperf(ormance)? (improvement|gain|optimi[sz]ation|now scales|tuning)",
@@ -212,8 +212,12 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\ball[-_ ]?reduce\b[^.]{0,40}\bonly\b|\bonly\b[^.]{0,30}\ball[-_ ]?reduce",
         r"\bonly (\w+ ){0,3}" + _COLLECTIVE,
         r"\bcop(y|ies|ying) only\b",
+        r"\b(reduc|less|fewer|smaller)\w*\b[^.]{0,20}\bdata (transferr\w*|sent|moved|copied)\b",
+        # work sent in one go ("into a single collective payload", "in one driver invocation")
+        r"\b(a single|one) (\w+ ){0,2}(collective|payload|driver call|driver invocation|transfer"
+        r"|message)\b",
         r"\b(instead of|rather than|without) (re-?send\w*|re-?transmit\w*|broadcast\w*)",
-        r"\bzero[- ]copy\b|\bipc\b|\bno (extra |additional |collective )?communication"
+        r"\bzero[- ]cop(y|ies)\b|\bipc\b|\bno (extra |additional |collective )?communication"
         r"( overhead| (is )?(required|needed))?\b",
         r"\bcommunication (overhead|cost|volume)\b",
         # several collectives fused into one
