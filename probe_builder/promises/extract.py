@@ -4,7 +4,10 @@ Each sentence of the cleaned description (see :mod:`probe_builder.material.descr
 is matched against phrase patterns per category; a sentence may carry several
 specific categories (memory and mode, say), and is ``functional`` only when
 it claims behaviour and no specific category fits. Measuring or logging a
-resource is not a promise about it, and a stated limitation is not a promise;
+resource is not a promise about it (fixing an OOM met while measuring is), the
+speed or memory of a kernel for a number format promises nothing about the
+numbers, memory a kernel reads through (global memory, bandwidth) is no memory
+held, and a stated limitation is not a promise;
 neither is an account of the code before the change ("Currently ..."), a
 benchmark's readout line, a cost or a scope the change admits ("may use more
 memory", "only compatible with ..."), or a change of the code's shape with no

@@ -284,11 +284,10 @@ def _named_for(quote_words: frozenset[str], test: TestTraits) -> bool:
 
 
 # A word's ending that names and prose inflect apart ("invariance" in a title, "invariant"
-# in the test's name; "caching" and "cache").
+# in the test's name; "caching" and "cache"), and the consonant doubled before it ("deferr(ed)",
+# "overlapp(ing)").
 _ENDING = re.compile(r"(?<=[a-z]{4})(ations?|ances?|ences?|ants?|ents?|ings?|ed|e)$")
-
-
-_DOUBLED = re.compile(r"(?<=[a-z]{3})([b-df-hj-np-tv-z])\1$")  # "deferr(ed)", "overlapp(ing)"
+_DOUBLED = re.compile(r"(?<=[a-z]{3})([b-df-hj-np-tv-z])\1$")
 
 
 def _stems(words: frozenset[str]) -> frozenset[str]:
