@@ -8,7 +8,7 @@ kernels and collectives ran and, through its events' spans, when), numeric (allc
 tolerances, a hand-written one too: a gap between two results under a small
 number), structural (shape, dtype, attribute, type, None) or functional.
 Per test function the profile also records whether it drives one object
-through a use and a reset (state), and whether it captures, replays
+through repeated calls and a reset (state), and whether it captures, replays
 or compiles, or switches such an option on (mode); a test reaches what it names
 in code, in an import-path string, or through a subclass its file defines, and
 an assertion depends on what a wrapper installed on an object, or a call made
@@ -202,7 +202,7 @@ class TestTraits:
     name: str
     line: int
     references: frozenset[str]  # every dotted name the function uses
-    reset_after_use: bool  # one object: used, then reset
+    reset_after_use: bool  # one object: called repeatedly, then reset
     reset_line: int | None
     under_mode: bool  # captures, replays or compiles, or switches that option on
     talks_comm: bool  # mentions a communication primitive
@@ -493,7 +493,7 @@ def _state_trait(function: ast.AST) -> tuple[bool, int | None]:
     for methods in calls.values():
         resets = [line for name, line in methods if RESET_METHODS.match(name)]
         others = [name for name, _ in methods if not RESET_METHODS.match(name)]
-        if resets and len(others) >= 1:
+        if resets and len(others) >= 2:
             return True, min(resets)
     return False, None
 

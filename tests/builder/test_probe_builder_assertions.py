@@ -291,13 +291,22 @@ def test_cache_follows_the_weights(mixer, weights, x):
 @pytest.mark.parametrize(
     ("body", "verdict"),
     [
-        # used once, reset, and the state read after the reset: what the reset kept or dropped
-        ('ctx.add_request("a")\nctx.reset()\nassert ctx.cached == {}\n', PromiseVerdict.checked),
+        # used twice, reset, and the state read after the reset: what the reset kept or dropped
+        (
+            'ctx.add_request("a")\nctx.add_request("a")\nctx.reset()\nassert ctx.cached == {}\n',
+            PromiseVerdict.checked,
+        ),
+        # used once, then reset: the test of a phase counter ("reset starts a new phase")
+        # reads a value any reset gives, not the cache the promise is about
+        (
+            'ctx.generate("a")\nctx.reset()\nassert ctx.tokens_generated == 0\n',
+            PromiseVerdict.exercised,
+        ),
         # a reset of an object nothing used first says nothing of what it keeps
         ("ctx.reset()\nassert ctx.cached == {}\n", PromiseVerdict.exercised),
     ],
 )
-def test_one_use_then_a_reset_is_enough_to_check_state(body, verdict):
+def test_a_state_check_needs_an_object_used_more_than_once_before_its_reset(body, verdict):
     source = "def test_x(ctx):\n" + textwrap.indent(body, "    ")
     profile = profile_source("tests/test_p.py", source)
     assert judge_promise(_promise(PromiseCategory.state), CodeUnderTest(profile)).verdict is (
