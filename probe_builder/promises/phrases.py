@@ -75,6 +75,12 @@ _STATE_OPERATIONS = (
     r"\bsynchroni[sz]\w*\b[^.]{0,30}\b(weights?|param\w*)\b",
 )
 STATE_BEHAVIOUR = rx(*_STATE_BEHAVIOURS)
+# Work handed to other threads ("offload the CPU work to the renderer's thread pool"): time
+# saved, not memory offloaded.
+_TO_THREADS = (
+    r"[^.]{0,40}\bto (a |the |its |their )?(\w+[- ']+){0,2}"
+    r"(threads?|thread pool|pool|executor|background)\b"
+)
 # The memory a kernel reads and writes through (global memory, its bandwidth and accesses):
 # a claim about it is one of speed, not of memory held, unless a footprint is named too.
 MEMORY_HIERARCHY = rx(
@@ -118,8 +124,7 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\bover[- ]?(provision|allocat|reserv|commit)\w*\b",
         r"\bmeta[- ]device\b",
         r"\b(OOM|OOMs|out[- ]of[- ]memory)\b",
-        r"\boffload(s|ed|ing)?\b(?![^.]{0,40}\bto (a |the |its |their )?(\w+[- ']+){0,2}"
-        r"(threads?|thread pool|pool|executor|background)\b)",
+        r"\boffload(s|ed|ing)?\b(?!" + _TO_THREADS + r")",
         r"\b(kv[- ]?cache|cache) (memory|capacity)\b",
         # a model that fits on fewer devices
         r"\b(reduc\w*|lower\w*|fewer|less)\b[^.]{0,20}\b(minimum )?(number of )?(gpus|devices)\b",
@@ -185,9 +190,7 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\b(time|latency|duration)s? (\w+ )?from \d[\d.]* ?(s|ms|us|sec\w*|min\w*|hours?)\b to \d",
         r"\bfrom ~?\d[\d.]* ?(s|ms|us|sec\w*|min\w*)\b (\w+ )?"
         r"to ~?\d[\d.]* ?(s|ms|us|sec\w*|min\w*)\b",
-        # work handed to other threads ("offload the CPU work to the renderer's thread pool")
-        r"\boffload\w*\b[^.]{0,40}\bto (a |the |its |their )?(\w+[- ']+){0,2}"
-        r"(threads?|thread pool|pool|executor|background)\b",
+        r"\boffload\w*\b" + _TO_THREADS,  # work handed to other threads
     ),
     PromiseCategory.traffic: rx(
         r"\b(data )?(transmission|traffic|bandwidth)\b",
