@@ -202,7 +202,7 @@ class TestTraits:
     name: str
     line: int
     references: frozenset[str]  # every dotted name the function uses
-    reset_after_use: bool  # one object: called repeatedly, then reset
+    repeated_with_reset: bool  # one object: repeated calls, then a reset
     reset_line: int | None
     under_mode: bool  # captures, replays or compiles, or switches that option on
     talks_comm: bool  # mentions a communication primitive
@@ -731,14 +731,14 @@ def _traits(
         owner = qualname.split(".")[:-1]
         used = {part for r in references for part in r.split(".")} | set(owner)
         references |= {b for name in used for b in bases.get(name, ())}
-    reset_after_use, reset_line = _state_trait(function)
+    repeated, reset_line = _state_trait(function)
     joined = " ".join(sorted(references))
     return TestTraits(
         path=path,
         name=qualname,
         line=function.lineno,  # type: ignore[attr-defined]
         references=references,
-        reset_after_use=reset_after_use,
+        repeated_with_reset=repeated,
         reset_line=reset_line,
         under_mode=switches_mode(function),
         talks_comm=COMM_NAMES.search(joined) is not None,

@@ -15,7 +15,7 @@ promise's observable: memory promises an assertion that reads a memory API,
 time promises a timer (a promise that work is skipped: a counted call),
 traffic promises counted bytes or calls in a test that talks to a
 communication primitive, state promises a value asserted after a
-reset of an object used repeatedly before it or after a save and a load (or, for state
+reset of a repeatedly used object or after a save and a load (or, for state
 kept across calls rather than changed, a later call's result compared with an
 earlier one's), mode promises an assertion in a test that captures, replays or
 compiles (or switches that option on), numeric promises a tolerance or allclose
@@ -139,9 +139,9 @@ def _traffic(test: TestTraits, sites: list[AssertionSite]) -> AssertionSite | No
 
 
 def _state(test: TestTraits, sites: list[AssertionSite]) -> AssertionSite | None:
-    """A value asserted after a reset of an object used repeatedly, or after a save-load."""
+    """A value asserted after a reset of a repeatedly used object, or after a save-load."""
     starts = [test.round_trip_line]
-    if test.reset_after_use:
+    if test.repeated_with_reset:
         starts.append(test.reset_line)
     lines = [line for line in starts if line is not None]
     if not lines:
