@@ -64,6 +64,8 @@ _STATE_BEHAVIOURS = (
     r"\bkv[- ]?cache (allocation|allocator|blocks?|manager|management)\b",
     r"\b(cached|freed|free|evicted) blocks?\b|\bblock pool\b|\bback to the pool\b",
     r"\boffload\w*\b[^.]{0,40}\b(load(s|ed|ing|able)?|onload\w*|reload\w*|back)\b",
+    # a result kept for later calls
+    r"\breus\w*\b[^.]{0,30}\bcached\b|\bcach(e|es|ed|ing) (the |its |their )?results?\b",
 )
 # Operations that move state (a checkpoint saved or loaded, weights synchronised): the state
 # they carry is promised, unless the sentence promises only their speed.
@@ -128,6 +130,7 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\b(kv[- ]?cache|cache) (memory|capacity)\b",
         # a model that fits on fewer devices
         r"\b(reduc\w*|lower\w*|fewer|less)\b[^.]{0,20}\b(minimum )?(number of )?(gpus|devices)\b",
+        r"\bfit (more|larger|bigger|longer)\b",  # a batch or a model that fits now
     ),
     PromiseCategory.time: rx(
         r"\bspeed[- ]?ups?\b|\b(speeds?|sped|speeded) up\b|\bfaster\b|\bthroughput\b|\blatency\b",
@@ -191,6 +194,11 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\bfrom ~?\d[\d.]* ?(s|ms|us|sec\w*|min\w*)\b (\w+ )?"
         r"to ~?\d[\d.]* ?(s|ms|us|sec\w*|min\w*)\b",
         r"\boffload\w*\b" + _TO_THREADS,  # work handed to other threads
+        # efficiency gained, unless it is memory's ("improves training efficiency"); a loop
+        # that no longer waits on the device
+        r"\b(improv\w*|more|increas\w*|better|higher|boost\w*)\b( \w+){0,3} "
+        r"(?<!memory )(?<!memory-)efficien(t|cy)\b",
+        r"\b(sync|synchroni[sz]ation)[- ]free\b",
     ),
     PromiseCategory.traffic: rx(
         r"\b(data )?(transmission|traffic|bandwidth)\b",

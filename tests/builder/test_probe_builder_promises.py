@@ -532,6 +532,18 @@ SENTENCE_CUES = [
     ("Construction of the constant tensors speeded up 5 times.", C.time, True),
     # load/offload cycles keep state
     ("Support manual control load/offload.", C.state, True),
+    # efficiency gained is time unless it is memory's; a sync-free loop; a batch that fits
+    ("This PR improves efficiency by introducing two-step reduction.", C.time, True),
+    ("This should mean more efficient serialization.", C.time, True),
+    ("This makes the optimizer more memory-efficient.", C.time, False),
+    ("An efficient bridge between the two model formats.", C.time, False),
+    ("The loop is sync-free since the bounds come from the host.", C.time, True),
+    ("We are able to fit more items in the batch.", C.memory, True),
+    ("The fit of the curve is logged.", C.memory, False),
+    # a result cached or reused by later calls
+    ("Later requests with the same hash reuse the cached result.", C.state, True),
+    ("Regroup the calculation by line and cache results.", C.state, True),
+    ("The results are printed at the end.", C.state, False),
 ]
 
 
