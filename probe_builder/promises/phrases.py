@@ -71,6 +71,8 @@ _STATE_BEHAVIOURS = (
 # they carry is promised, unless the sentence promises only their speed.
 _STATE_OPERATIONS = (
     _CHECKPOINT + r"[^.]{0,40}\b(sav\w*|load\w*|resum\w*|format\w*|convert\w*|async\w*)",
+    # checkpointing a model or an optimizer state (not activation checkpointing: recompute)
+    r"(?<!activation )(?<!gradient )(?<!activation-)\bcheckpointing\b",
     r"\b(sav\w*|load\w*|resum\w*|convert\w*)\b[^.]{0,30}" + _CHECKPOINT,
     r"\b(weights?|param\w*)[- ](sync\w*|synchroni[sz]\w*|updates?|updating|transfer"
     r"|resharding)\b",

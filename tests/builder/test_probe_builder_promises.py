@@ -544,6 +544,9 @@ SENTENCE_CUES = [
     ("Later requests with the same hash reuse the cached result.", C.state, True),
     ("Regroup the calculation by line and cache results.", C.state, True),
     ("The results are printed at the end.", C.state, False),
+    # checkpointing a model's state, not activation checkpointing
+    ("Fix fused MLA and MTP checkpointing for Megatron-FSDP.", C.state, True),
+    ("Enable activation checkpointing for the vision tower.", C.state, False),
 ]
 
 
