@@ -201,6 +201,10 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\b(improv\w*|more|increas\w*|better|higher|boost\w*)\b( \w+){0,3} "
         r"(?<!memory )(?<!memory-)efficien(t|cy)\b",
         r"\b(sync|synchroni[sz]ation)[- ]free\b",
+        # performs better; a rate the serving is measured by, raised
+        r"\bperform(s|ed|ing)? (\w+ )?better\b",
+        r"\b(qps|tps|rps|tok/s|tokens?/s|requests?/s)\b[^.]{0,40}\b(improv|increas|boost|higher)\w*"
+        r"|\b(improv|increas|boost|higher)\w*\b[^.]{0,30}\b(qps|tps|rps|tok/s|tokens?/s|requests?/s)\b",
     ),
     PromiseCategory.traffic: rx(
         r"\b(data )?(transmission|traffic|bandwidth)\b",

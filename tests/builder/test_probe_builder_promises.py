@@ -544,6 +544,11 @@ SENTENCE_CUES = [
     ("Later requests with the same hash reuse the cached result.", C.state, True),
     ("Regroup the calculation by line and cache results.", C.state, True),
     ("The results are printed at the end.", C.state, False),
+    # performing better, a serving rate raised
+    ("This should perform better than the older kernel.", C.time, True),
+    ("The older kernel performs the all-to-all in two phases.", C.time, False),
+    ("The QPS of the flash attention branch can be improved by 15%.", C.time, True),
+    ("The QPS limit is read from the config.", C.time, False),
     # checkpointing a model's state, not activation checkpointing
     ("Fix fused MLA and MTP checkpointing for Megatron-FSDP.", C.state, True),
     ("Enable activation checkpointing for the vision tower.", C.state, False),
