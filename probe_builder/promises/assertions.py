@@ -638,6 +638,51 @@ def _argument_names(call: ast.Call) -> set[str]:
     return {v.id for v in values if isinstance(v, ast.Name)}
 
 
+def _given_values(function: ast.AST) -> dict[tuple[str, str], str]:
+    """For each name bound from a call, the literal each keyword gave it:
+    ``params = SamplingParams(stop_words=["A"])`` gives ``("params", "stop_words")``."""
+    found: dict[tuple[str, str], str] = {}
+    for name, call in _bound_from_calls(function):
+        for keyword in call.keywords:
+            if keyword.arg is not None and _literal(keyword.value):
+                found[(name, keyword.arg)] = ast.dump(keyword.value)
+    return found
+
+
+def _literal(node: ast.AST) -> bool:
+    try:
+        ast.literal_eval(node)
+    except (ValueError, TypeError):
+        return False
+    return True
+
+
+EQUAL_CALLS = {"assertEqual", "assertEquals", "assert_equal"}
+
+
+def _echoes(expr: ast.AST, given: Mapping[tuple[str, str], str]) -> bool:
+    """``assert params.stop_words == ["A"]`` after ``params = SamplingParams(stop_words=["A"])``:
+    the field read back is the literal just given, true of any object that stores it."""
+    if isinstance(expr, ast.Compare) and len(expr.ops) == 1 and isinstance(expr.ops[0], ast.Eq):
+        pair = (expr.left, expr.comparators[0])
+    elif (
+        isinstance(expr, ast.Call)
+        and (call_name(expr) or "").rsplit(".", 1)[-1] in EQUAL_CALLS
+        and len(expr.args) >= 2
+    ):
+        pair = (expr.args[0], expr.args[1])
+    else:
+        return False
+    for field, value in (pair, pair[::-1]):
+        if (
+            isinstance(field, ast.Attribute)
+            and isinstance(field.value, ast.Name)
+            and given.get((field.value.id, field.attr)) == ast.dump(value)
+        ):
+            return True
+    return False
+
+
 def _call_results(function: ast.AST) -> dict[str, set[str]]:
     """For each name bound from a method call (``out = obj.step(x)``), the receiver and the
     method: ``{"out": {"obj.step"}}``."""
@@ -916,6 +961,7 @@ def _sites(
     taint = _taint(function, returned)
     depends = dependencies(function, module)
     results = _call_results(function)
+    given = _given_values(function)
     sites = []
     for node, expr, error_path in _assertion_nodes(function):
         line = node.lineno  # type: ignore[attr-defined]
@@ -924,6 +970,8 @@ def _sites(
         kind, observed = (
             (AssertionKind.error_path, set()) if error_path else classify(expr, taint, returned)
         )
+        if kind is AssertionKind.functional and _echoes(expr, given):
+            kind = AssertionKind.structural
         first = source.segment(node).splitlines()[0].strip()
         sites.append(
             AssertionSite(

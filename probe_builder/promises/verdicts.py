@@ -3,7 +3,8 @@
 A promise is judged on the tests that reach the changed symbols it concerns
 (:mod:`probe_builder.promises.linking`), and, except for resources a test
 observes itself, only on assertions whose value is computed from those symbols;
-an existence check (``is not None``, ``isinstance``) checks nothing. A test of
+an existence check (``is not None``, ``isinstance``) checks nothing, nor does a
+field read back equal to the literal the test just built its object with. A test of
 the changed code right behind a linked symbol checks a functional promise only
 on an assertion that bears on what its quote says beyond the linked names (its
 text, its test's name or its inputs use a word of that: "blockwise" in "support

@@ -451,6 +451,33 @@ def test_exact_zeros_check_a_numeric_promise_to_zero_or_mask_values(quote, check
     assert _verdict(PromiseCategory.numeric, quote, code) is verdict
 
 
+ECHO_TEST = """
+from pkg import StopParams
+
+
+def test_stop_words_are_set():
+    params = StopParams(stop_words=["STOP", "END"])
+    out = params.apply("a STOP b")
+    assert {check}
+"""
+
+
+@pytest.mark.parametrize(
+    ("check", "verdict"),
+    [
+        # the field read back is the literal just given: any object that stores it passes
+        ('params.stop_words == ["STOP", "END"]', PromiseVerdict.exercised),
+        ('self.assertEqual(params.stop_words, ["STOP", "END"])', PromiseVerdict.exercised),
+        # what the object does with it is a check
+        ('out == "a "', PromiseVerdict.checked),
+        ('params.stop_words == ["STOP"]', PromiseVerdict.checked),
+    ],
+)
+def test_reading_back_a_literal_just_given_checks_nothing(check, verdict):
+    code = _code(ECHO_TEST.format(check=check), "StopParams")
+    assert _verdict(PromiseCategory.functional, "StopParams stop words support", code) is verdict
+
+
 MULTI_RANK_TEST = """
 import torch
 import torch.distributed as dist
