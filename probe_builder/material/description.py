@@ -27,6 +27,11 @@ TEMPLATE_HEADINGS = re.compile(
     r"|add code snippet or script demonstrating how to use this|new features?|root cause)$",
     re.I,
 )
+# Section names templates and authors put before a colon on the line their prose starts.
+INLINE_LABELS = (
+    r"purpose|motivation|summary|overview|background|problem|root cause|solution"
+    r"|test plan|test results?|testing"
+)
 # Instructions the templates put in every PR, matched across line breaks and '>' markers.
 TEMPLATE_SENTENCES = (
     "Add **concise** overview of what this PR aims to achieve or accomplish. Reference related "
@@ -100,6 +105,8 @@ _MARKUP = (
     (re.compile(r"<[^>\n]+>", re.S), ""),  # HTML tags
     (re.compile(r"\b(https?|diffhunk)://\S+"), ""),
     (re.compile(r"\*\*|__"), ""),
+    # a template section's label at the start of its prose ("Test Plan: ran the suite")
+    (re.compile(rf"^[ \t]*({INLINE_LABELS})[ \t]*:[ \t]+(?=\S)", re.M | re.I), r"### \1\n"),
 )
 
 

@@ -228,6 +228,29 @@ def test_what_a_test_section_reports_is_not_a_promise():
 
 
 @pytest.mark.parametrize(
+    ("body", "sections"),
+    [
+        # a section's label before a colon on its prose's first line is its heading
+        (
+            "Purpose: Cut peak memory of the loss.\nTest Plan: Throughput is 2x faster.",
+            {"Cut peak memory of the loss.": "purpose", "Throughput is 2x faster.": "test plan"},
+        ),
+        ("**Test Result:** Throughput is 2x faster.", {"Throughput is 2x faster.": "test result"}),
+        # a colon after other words is prose
+        ("Memory: the peak of the loss is cut.", {"Memory: the peak of the loss is cut.": ""}),
+    ],
+)
+def test_a_section_label_inline_with_its_prose_opens_that_section(body, sections):
+    sentences = description_sentences("x", body)[1:]
+    assert {s.text: s.section for s in sentences if s.text.endswith(".")} == sections
+
+
+def test_what_an_inline_test_plan_reports_is_not_a_promise():
+    body = "Purpose: Cut peak memory of the loss.\nTest Plan: Throughput is 2x faster."
+    assert [p.category for p in extract_promises("x", body)[1:]] == [PromiseCategory.memory]
+
+
+@pytest.mark.parametrize(
     "heading",
     [
         "### ✅ Testing (2 files, 530 lines)",
