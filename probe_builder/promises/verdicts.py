@@ -335,8 +335,25 @@ def _check_in(
     return None
 
 
+@dataclass(frozen=True)
+class _Reach:
+    """The tests that reach a promise's linked symbols, and those that reach the changed
+    code right behind them (the same tests when nothing is behind)."""
+
+    tests: list[TestTraits]
+    behind: Link
+    behind_tests: list[TestTraits]
+
+
+def _reach(linked: Link, code: CodeUnderTest) -> _Reach:
+    tests = reaching_tests(linked, code)
+    with_behind = behind(linked, code)
+    same = with_behind == linked
+    return _Reach(tests, with_behind, tests if same else reaching_tests(with_behind, code))
+
+
 def _checking_site(
-    promise: ExtractedPromise, code: CodeUnderTest, linked: Link, tests: list[TestTraits]
+    promise: ExtractedPromise, code: CodeUnderTest, linked: Link, reached: _Reach
 ) -> tuple[TestTraits, AssertionSite] | None:
     """Where the PR's tests check the promise, strongest evidence first.
 
@@ -349,14 +366,13 @@ def _checking_site(
        only check a promise that names no changed symbol (a weak link) can have.
     """
     if linked.strong:
-        found = _check_in(promise, tests, _sites_for(promise, code, linked.names, None))
+        found = _check_in(promise, reached.tests, _sites_for(promise, code, linked.names, None))
         if found is not None:
             return found
-        with_behind = behind(linked, code)
-        if with_behind.names != linked.names:
+        if reached.behind.names != linked.names:
             aspect = aspect_of(promise, linked)
-            on_behind = _sites_for(promise, code, with_behind.names, aspect)
-            found = _check_in(promise, reaching_tests(with_behind, code), on_behind)
+            on_behind = _sites_for(promise, code, reached.behind.names, aspect)
+            found = _check_in(promise, reached.behind_tests, on_behind)
             if found is not None:
                 return found
     changed = frozenset(s.name for s in code.symbols)
@@ -396,13 +412,13 @@ def judge_promise(promise: ExtractedPromise, code: CodeUnderTest) -> PromiseChec
     promised flag) checks the helper unless its assertion bears on what the quote says: it
     exercises the promise."""
     linked = link(promise.quote, code)
-    found = _checking_site(promise, code, linked, reaching_tests(linked, code))
+    reached = _reach(linked, code)
+    found = _checking_site(promise, code, linked, reached)
     if found is not None:
         test, site = found
         evidence = f"{site.path}:{site.line} {test.name}: {site.text}"
         return PromiseCheck(promise, PromiseVerdict.checked, evidence)
-    with_behind = behind(linked, code)
-    reason = _exercised_by(with_behind, code, reaching_tests(with_behind, code))
+    reason = _exercised_by(reached.behind, code, reached.behind_tests)
     if reason is not None:
         return PromiseCheck(promise, PromiseVerdict.exercised, reason)
     return PromiseCheck(promise, PromiseVerdict.unchecked, "no added test reaches the changed code")
