@@ -219,8 +219,8 @@ def _categories(sentence: Sentence) -> list[PromiseCategory]:
         found.remove(PromiseCategory.memory)  # memory a kernel reads through, not memory held
     if MEASURING.search(text) and not FAILURE_FIXED.search(text):
         found = [c for c in found if c not in RESOURCE_CATEGORIES]
-    if LIMITATION.search(text):
-        found = [c for c in found if c is not PromiseCategory.mode]
+    if LIMITATION.search(text):  # what the change does not do, or not yet
+        found = [c for c in found if c not in (PromiseCategory.mode, PromiseCategory.state)]
     found = _without_costs(text, found)
     if not found and _claims_behaviour(sentence):
         found = [PromiseCategory.functional]

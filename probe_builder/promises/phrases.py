@@ -313,7 +313,9 @@ FAILURE_FIXED = rx(
 _ONLY_COMPATIBLE = r"\b(is |are )?only (compatible|supported) (with|on|for|in|under|by)\b"
 LIMITATION = re.compile(
     r"\b(might|may|could) not\b|\bnot (be )?(compatible|supported|applicable)\b"
-    r"|\bonly works (with|on|for|in|under)\b|\bneeds? to check\b|" + _ONLY_COMPATIBLE,
+    r"|\bonly works (with|on|for|in|under)\b|\bneeds? to check\b"
+    r"|\bnot (\w+ )?(supported|enabled|implemented) yet\b"
+    r"|\bnot yet (supported|enabled|implemented)\b|" + _ONLY_COMPATIBLE,
     re.I,
 )
 # A cost the change admits ("this may use more GPU memory", "at the cost of extra latency"):

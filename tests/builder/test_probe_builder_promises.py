@@ -567,6 +567,10 @@ SENTENCE_CUES = [
     ("Later requests with the same hash reuse the cached result.", C.state, True),
     ("Regroup the calculation by line and cache results.", C.state, True),
     ("The results are printed at the end.", C.state, False),
+    # a state feature the change does not support, or not yet, is no state promise
+    ("Prefix caching: not supported yet.", C.state, False),
+    ("Resuming from a checkpoint is not yet supported on this backend.", C.state, False),
+    ("Prefix caching now works with the sliding window layers.", C.state, True),
     # performing better, a serving rate raised
     ("This should perform better than the older kernel.", C.time, True),
     ("The older kernel performs the all-to-all in two phases.", C.time, False),
