@@ -30,7 +30,12 @@ _COLLECTIVE = (
 )
 # "reduce" the verb, not a collective's name (reduce-scatter, all-reduce)
 _REDUCE = r"(?<![-_])reduc(?!e[-_ ]?scatter)"
-_CHECKPOINT = r"(?<!activation )(?<!gradient )(?<!activation-)\b(checkpoint|ckpt|dist[-_ ]?ckpt)\w*"
+# A rate serving is measured by, and that rate raised ("QPS can be improved by 15%").
+_SERVING_RATE = r"(qps|tps|rps|tok/s|tokens?/s|requests?/s)"
+_RAISED = r"(improv|increas|boost|higher)\w*"
+# Activation (gradient) checkpointing recomputes; it saves no state.
+_NOT_RECOMPUTE = r"(?<!activation )(?<!gradient )(?<!activation-)"
+_CHECKPOINT = _NOT_RECOMPUTE + r"\b(checkpoint|ckpt|dist[-_ ]?ckpt)\w*"
 
 # What is kept, dropped or restored across calls.
 _STATE_BEHAVIOURS = (
@@ -72,7 +77,7 @@ _STATE_BEHAVIOURS = (
 _STATE_OPERATIONS = (
     _CHECKPOINT + r"[^.]{0,40}\b(sav\w*|load\w*|resum\w*|format\w*|convert\w*|async\w*)",
     # checkpointing a model or an optimizer state (not activation checkpointing: recompute)
-    r"(?<!activation )(?<!gradient )(?<!activation-)\bcheckpointing\b",
+    _NOT_RECOMPUTE + r"\bcheckpointing\b",
     r"\b(sav\w*|load\w*|resum\w*|convert\w*)\b[^.]{0,30}" + _CHECKPOINT,
     r"\b(weights?|param\w*)[- ](sync\w*|synchroni[sz]\w*|updates?|updating|transfer"
     r"|resharding)\b",
@@ -203,8 +208,8 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\b(sync|synchroni[sz]ation)[- ]free\b",
         # performs better; a rate the serving is measured by, raised
         r"\bperform(s|ed|ing)? (\w+ )?better\b",
-        r"\b(qps|tps|rps|tok/s|tokens?/s|requests?/s)\b[^.]{0,40}\b(improv|increas|boost|higher)\w*"
-        r"|\b(improv|increas|boost|higher)\w*\b[^.]{0,30}\b(qps|tps|rps|tok/s|tokens?/s|requests?/s)\b",
+        r"\b" + _SERVING_RATE + r"\b[^.]{0,40}\b" + _RAISED,
+        r"\b" + _RAISED + r"\b[^.]{0,30}\b" + _SERVING_RATE + r"\b",
     ),
     PromiseCategory.traffic: rx(
         r"\b(data )?(transmission|traffic|bandwidth)\b",
