@@ -11,7 +11,7 @@ same functions the service uses. PRs whose every test needs GPUs by convention a
 counted and named, not built. Prints one row per PR and writes the records as JSON.
 
     python -m bench.real_prs --mirror PATH --repo volcengine/verl --since 2025-06-01 \\
-        --until 2026-02-01 --count 10 --home "$(mktemp -d)" \\
+        --until 2026-02-01 --count 10 --minutes 120 --home "$(mktemp -d)" \\
         --override torch==2.13.0+cpu --find-links DIR_WITH_THE_CPU_TORCH_WHEEL --json out.json
 """
 
@@ -111,6 +111,21 @@ def candidates(engine: Engine, repo: str, count: int) -> list[CandidatePR]:
         passed = list_candidates(session=session, repo_id=row.id, verdict=FilterVerdict.passed)
     passed.sort(key=lambda c: c.merged_at or datetime.min.replace(tzinfo=UTC), reverse=True)
     return passed[: count * 4]  # room for PRs whose tests all need GPUs
+
+
+def enough(rows: list[Row], count: int, minutes: float, elapsed: float) -> str:
+    """Why no further PR is started, or "" to go on.
+
+    ``count`` counts the PRs built (validated, waiting for a GPU runner, or failed), not
+    those skipped before building; ``minutes`` (0: none) bounds the wall time a run
+    starts PRs in, since one PR's build and validation can take most of an hour.
+    """
+    built = sum(1 for r in rows if not r.outcome.startswith("skipped"))
+    if built >= count:
+        return f"stopped: {built} PRs built (--count {count})"
+    if minutes and elapsed >= minutes:
+        return f"stopped: {elapsed:.0f} of --minutes {minutes:g} spent ({built} PRs built)"
+    return ""
 
 
 def place(row: Row, mirror: Path, candidate: CandidatePR, settings: RepoSettings) -> bool:
@@ -374,6 +389,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--since", required=True)
     parser.add_argument("--until", required=True)
     parser.add_argument("--count", type=int, default=10, help="PRs to build and validate")
+    parser.add_argument(
+        "--minutes",
+        type=float,
+        default=0.0,
+        help="start no PR after this many minutes (0: no limit); the one running finishes",
+    )
     parser.add_argument("--home", type=Path, required=True, help="a PROBEWATCH_HOME of its own")
     parser.add_argument("--override", action="append", default=[], help="a runner pin")
     parser.add_argument("--find-links", type=Path, action="append", default=[])
@@ -416,10 +437,13 @@ def main(argv: list[str] | None = None) -> int:
         f"mined {len(mined.survivors) + len(mined.rejects)} PRs, {len(mined.survivors)} survivors"
     )
     rows: list[Row] = []
+    started = time.monotonic()
     for candidate in candidates(engine, args.repo, 10_000 if wanted else args.count):
         if wanted and candidate.number not in wanted:
             continue
-        if sum(1 for r in rows if not r.outcome.startswith("skipped")) >= args.count:
+        stop = enough(rows, args.count, args.minutes, (time.monotonic() - started) / 60)
+        if stop:
+            print(stop)
             break
         row = run_one(
             engine, settings.home, args.mirror, args.repo, candidate, repo_settings, args.cpu_slots

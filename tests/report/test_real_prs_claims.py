@@ -12,6 +12,7 @@ from bench.real_prs import (
     Row,
     claim_evidence,
     claim_figures,
+    enough,
     survivor_places,
 )
 from task_registry.coverage import AdversarialCoverage, CoverageTable, PromiseCoverage
@@ -106,3 +107,16 @@ def test_every_survivor_not_set_aside_is_on_the_task_page_with_what_it_is_tied_t
         "f1": ("task page", "no promise"),
         "f2": ("set aside: same outputs", "no promise"),
     }
+
+
+def test_a_run_stops_at_count_built_prs_or_when_its_minutes_are_spent():
+    def rows(*outcomes: str) -> list[Row]:
+        return [
+            Row(number=n, title="t", changed_lines=200, outcome=o) for n, o in enumerate(outcomes)
+        ]
+
+    # PRs skipped before building do not count; validated, waiting and failed ones do.
+    assert enough(rows("skipped: GPU only", "validated", "error"), 3, 0, 500) == ""
+    assert "3 PRs built" in enough(rows("validated", "waits: nothing runs here", "error"), 3, 0, 1)
+    assert "of --minutes 60" in enough(rows("skipped: GPU only"), 3, 60, 61)
+    assert enough(rows("validated"), 3, 60, 59) == ""
