@@ -162,6 +162,9 @@ LOAD_NAMES = re.compile(
 )
 # Functions pytest calls around tests, or a file's private helpers: not entry points.
 FIXTURE = re.compile(r"^(_|setup|teardown|setUp|tearDown)")
+# A mark that skips whatever it decorates every time (``skipif`` and ``skipUnless`` depend on
+# the machine, so they do not count): the test never runs, so it reaches nothing.
+SKIP_ALWAYS = re.compile(r"^(pytest\.mark|unittest)\.skip$|^skip$")
 # Calls that capture, replay or compile: the code after them runs under the mode.
 MODE_CALLS = re.compile(
     r"^torch\.compile$|^(?!re\.|regex\.)[\w.]+\.compile$|cuda\.graph$|(^|\.)CUDAGraph$"
@@ -848,8 +851,11 @@ def profile_source(
         functions[definition.qualname] = definition.node
         functions.setdefault(definition.node.name, definition.node)
     returned = returned_observables(functions)
+    skipped_module = _skips_always(source.tree)
     for definition in definitions:
         if added is not None and not set(definition.lines()) & added:
+            continue
+        if skipped_module or any(_skips_always(d) for d in (*definition.parents, definition.node)):
             continue
         touched.append((definition.qualname, definition.node))
         sites.extend(_sites(source, definition.qualname, definition.node, added, module, returned))
@@ -877,6 +883,36 @@ def profile_source(
         for view in through_calls(qualname, node, sites, functions, module)
     ]
     return AssertionProfile(tuple(sites), tuple(tests), called=tuple(views))
+
+
+def _skips_always(node: ast.AST) -> bool:
+    """Whether a test function or class is always skipped: an unconditional skip mark
+    (``@pytest.mark.skip``, ``@unittest.skip("why")``), a bare ``pytest.skip()`` as its
+    body's first statement, or, for a module, ``pytestmark = pytest.mark.skip``."""
+    if isinstance(node, ast.Module):
+        return any(
+            isinstance(stmt, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in stmt.targets)
+            and _is_skip_mark(stmt.value)
+            for stmt in node.body
+        )
+    if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return False
+    if any(_is_skip_mark(d) for d in node.decorator_list):
+        return True
+    first = node.body[0] if node.body else None
+    return (
+        not isinstance(node, ast.ClassDef)
+        and isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Call)
+        and call_name(first.value) == "pytest.skip"
+    )
+
+
+def _is_skip_mark(node: ast.AST) -> bool:
+    target = node.func if isinstance(node, ast.Call) else node
+    name = dotted_name(target)
+    return name is not None and SKIP_ALWAYS.match(name) is not None
 
 
 def through_calls(

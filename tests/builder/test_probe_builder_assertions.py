@@ -478,6 +478,63 @@ def test_reading_back_a_literal_just_given_checks_nothing(check, verdict):
     assert _verdict(PromiseCategory.functional, "StopParams stop words support", code) is verdict
 
 
+SKIPPED_TEST = """
+import pytest
+import unittest
+from pkg import fused_loss
+
+{module}
+
+
+{mark}
+def test_fused_loss_is_exact():
+    {first}
+    assert fused_loss(1) == 1
+"""
+
+
+@pytest.mark.parametrize(
+    ("module", "mark", "first", "verdict"),
+    [
+        ("", "", "pass", PromiseVerdict.checked),
+        # a test always skipped never runs: it reaches nothing
+        ("", '@pytest.mark.skip(reason="local only")', "pass", PromiseVerdict.unchecked),
+        ("", "@pytest.mark.skip", "pass", PromiseVerdict.unchecked),
+        ("", '@unittest.skip("flaky")', "pass", PromiseVerdict.unchecked),
+        ("", "", 'pytest.skip("needs a cluster")', PromiseVerdict.unchecked),
+        ('pytestmark = pytest.mark.skip("broken")', "", "pass", PromiseVerdict.unchecked),
+        # skipped on some machines only: it runs where it can
+        ("", '@pytest.mark.skipif(not HAVE_GPU, reason="gpu")', "pass", PromiseVerdict.checked),
+        ("", "", "if not HAVE_GPU: pytest.skip('gpu')", PromiseVerdict.checked),
+        ('pytestmark = pytest.mark.skipif(True, reason="x")', "", "pass", PromiseVerdict.checked),
+    ],
+)
+def test_a_test_always_skipped_reaches_nothing(module, mark, first, verdict):
+    code = _code(SKIPPED_TEST.format(module=module, mark=mark, first=first), "fused_loss")
+    assert _verdict(PromiseCategory.functional, "fused_loss is exact", code) is verdict
+
+
+SKIPPED_CLASS_TEST = """
+import unittest
+from pkg import fused_loss
+
+
+{mark}
+class TestLoss(unittest.TestCase):
+    def test_fused_loss_is_exact(self):
+        self.assertEqual(fused_loss(1), 1)
+"""
+
+
+@pytest.mark.parametrize(
+    ("mark", "verdict"),
+    [("", PromiseVerdict.checked), ('@unittest.skip("later")', PromiseVerdict.unchecked)],
+)
+def test_a_class_always_skipped_skips_its_tests(mark, verdict):
+    code = _code(SKIPPED_CLASS_TEST.format(mark=mark), "fused_loss")
+    assert _verdict(PromiseCategory.functional, "fused_loss is exact", code) is verdict
+
+
 MULTI_RANK_TEST = """
 import torch
 import torch.distributed as dist
