@@ -372,9 +372,11 @@ NOT_A_PROMISE = rx(
     # merge order and dependencies between PRs
     r"^~?(should|must|needs? to|to) be merged (after|before|with|together)\b|^depends on\b"
     r"|^(blocked by|stacked on)\b",
-    # a reference to an issue or earlier PR and nothing else ("Fixes #123.", "Refactor of #45")
-    r"^(fix(es|ed)?|close[sd]?|resolve[sd]?|refactor of|follow[- ]up (to|of|on)|part of)"
-    r"(\s+(the|this|an?))?(\s+(issue|bug|pr))?\s*([\w./-]*#\d+)?\s*\W*$",
+    # a reference to an issue or earlier PR and nothing else ("Fixes #123.", "Fixes: #45",
+    # "Refactor of #45", "FIX #123 (*link existing issues ...*)": a template's italic hint)
+    r"^(fix(es|ed)?|close[sd]?|resolve[sd]?|refactor of|follow[- ]up (to|of|on)|part of):?"
+    r"(\s+(the|this|an?))?(\s+(issue|bug|pr))?\s*([\w./-]*#\d+)?\s*(\(\s*[*_][^)]*[*_]\s*\))?"
+    r"\s*\W*$",
     # pointers to the benchmark results or figures shown elsewhere in the description
     r"^(see|observe|note|check|compare)\b[^.]{0,60}\b(below|above|attached)\W*$",
     r"\b(results?|numbers|figures?|benchmarks?|plots?) (are |is )?(shown |listed |attached )?"

@@ -644,6 +644,22 @@ def test_merge_order_notes_and_warning_sections_are_not_promises():
     assert _body_categories("## Warning\nResuming may lose the in-flight samples on restore.") == []
 
 
+@pytest.mark.parametrize(
+    ("body", "promised"),
+    [
+        ("Fixes #123.", False),
+        ("Fixes: #34094", False),
+        ("FIX #13058 (*link existing issues this PR will resolve*)", False),
+        ("Refactor of #45", False),
+        # a reference that goes on to say what the change does promises that
+        ("Fixes #40149 by wiring the draft probabilities through the sampler.", True),
+        ("FIX #13058 (the crash on empty prompts)", True),
+    ],
+)
+def test_a_line_that_only_links_an_issue_promises_nothing(body, promised):
+    assert bool(_body_categories(body)) is promised
+
+
 def test_the_speed_of_a_state_operation_is_time_and_its_state_is_not_promised():
     assert _body_categories("Speed up the weight sync to the rollout engine by 4x.") == [
         PromiseCategory.time
