@@ -522,7 +522,9 @@ NAMED_INTERFACE = re.compile(
     re.I,
 )
 DOCS_ONLY_TITLE = re.compile(
-    r"\[(doc|docs|ci|tests?)\]|^\s*(doc|docs|ci|build|tests?)(\([^)]*\))?\s*:|\breadme\b"
+    r"\[(doc|docs|ci|tests?)\]|^\s*(\w+:\s*)?(doc|docs|ci|build|tests?)(\([^)]*\))?\s*:|\breadme\b"
+    # a title that opens with CI, or is a branch name of a CI change ("user/ci/auto-reminder")
+    r"|^\s*ci\b(?![-_])|^\S*/ci/"
     r"|\bdocumentation\b"
     r"|\btypos?\b"
     # the images and dependencies it is built with

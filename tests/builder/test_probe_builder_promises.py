@@ -684,10 +684,22 @@ def test_an_instruction_to_turn_the_feature_on_is_not_a_promise():
         "build: Switch the nightly recipe to the new image",
         "Consistent oncall schedule",
         "fully remove legacy tokenizer system",
+        # a CI tag after another tag, a title opening with CI, a CI branch's name
+        "replay: ci: Bump the base container",
+        "CI approve dev",
+        "someone/ci/auto reminder bot",
     ],
 )
 def test_ci_build_process_and_legacy_removal_titles_promise_nothing(title):
     assert extract_promises(title, "") == []
+
+
+@pytest.mark.parametrize(
+    "title",
+    ["CI-safe checkpoint resume for the data loader", "fix: replay the cached graph per step"],
+)
+def test_a_title_naming_ci_inside_a_word_or_tagged_otherwise_still_promises(title):
+    assert extract_promises(title, "") != []
 
 
 @pytest.mark.parametrize(
