@@ -87,7 +87,7 @@ STATE_BEHAVIOUR = rx(*_STATE_BEHAVIOURS)
 # Work handed to other threads ("offload the CPU work to the renderer's thread pool"): time
 # saved, not memory offloaded.
 _TO_THREADS = (
-    r"[^.]{0,40}\bto (a |the |its |their )?(\w+[- ']+){0,2}"
+    r"[^.]{0,60}\bto (a |the |its |their )?(\w+[- ']+){0,3}"
     r"(threads?|thread pool|pool|executor|background)\b"
 )
 # The memory a kernel reads and writes through (global memory, its bandwidth and accesses):

@@ -486,6 +486,16 @@ SENTENCE_CUES = [
     # work handed to a thread pool is time, not memory offloaded
     ("Offload derender CPU work to the renderer thread pool.", C.time, True),
     ("Offload derender CPU work to the renderer thread pool.", C.memory, False),
+    # ... however far the work is named from the pool, and however the pool is named
+    (
+        "The sender offloads the tensor extraction and reshape operations to a dedicated "
+        "sending thread.",
+        C.memory,
+        False,
+    ),
+    ("Offload that work to the renderer's shared thread pool in one hop.", C.time, True),
+    ("Offload that work to the renderer's shared thread pool in one hop.", C.memory, False),
+    ("Offload the optimizer states to the CPU to save memory.", C.memory, True),
     ("Offload optimizer states to CPU.", C.memory, True),
     # a time before and after, or cut by seconds; overhead brought down
     ("Cold compilation time from 24s to 16s on the 70B model.", C.time, True),
