@@ -151,7 +151,7 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\boverlap(s|ped|ping)?\b",
         r"\b("
         + _REDUCE
-        + r"|sav|avoid|eliminat|remov|hid)\w*"
+        + r"|sav|avoid|eliminat|remov|hid|lower)\w*"
         + _NEAR_NOT_MEMORY_FOR
         + r"(computation|compute|calculation|(?<!memory )overhead|cpu usage|sync\w*|stalls?"
         r"|bubbles?|launch\w*)s?\b",

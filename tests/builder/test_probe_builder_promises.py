@@ -496,6 +496,9 @@ SENTENCE_CUES = [
     ("Offload that work to the renderer's shared thread pool in one hop.", C.time, True),
     ("Offload that work to the renderer's shared thread pool in one hop.", C.memory, False),
     ("Offload the optimizer states to the CPU to save memory.", C.memory, True),
+    # overhead lowered is time saved, as overhead reduced is; a lower memory overhead is not
+    ("Add batch-parallel n-gram lookup. Up to 8x lower overhead.", C.time, True),
+    ("This lowers the memory overhead of the KV cache.", C.time, False),
     ("Offload optimizer states to CPU.", C.memory, True),
     # a time before and after, or cut by seconds; overhead brought down
     ("Cold compilation time from 24s to 16s on the 70B model.", C.time, True),
