@@ -71,6 +71,8 @@ _STATE_BEHAVIOURS = (
     r"\boffload\w*\b[^.]{0,40}\b(load(s|ed|ing|able)?|onload\w*|reload\w*|back)\b",
     # a result kept for later calls
     r"\breus\w*\b[^.]{0,30}\bcached\b|\bcach(e|es|ed|ing) (the |its |their )?results?\b",
+    # what a cache or a step's state keeps that it should have let go (not memory leaked)
+    r"\b(cache|state)s? leak\w*",
 )
 # Operations that move state (a checkpoint saved or loaded, weights synchronised): the state
 # they carry is promised, unless the sentence promises only their speed.

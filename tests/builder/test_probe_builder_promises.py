@@ -499,6 +499,10 @@ SENTENCE_CUES = [
     # overhead lowered is time saved, as overhead reduced is; a lower memory overhead is not
     ("Add batch-parallel n-gram lookup. Up to 8x lower overhead.", C.time, True),
     ("This lowers the memory overhead of the KV cache.", C.time, False),
+    # a cache or a step's state that leaks keeps what it should let go: state, not memory
+    ("Fix the encoder cache leak of waiting requests in the scheduler.", C.state, True),
+    ("This PR closes the inter-step state leak in the sampler.", C.state, True),
+    ("Fix the KV cache memory leak on abort.", C.state, False),
     ("Offload optimizer states to CPU.", C.memory, True),
     # a time before and after, or cut by seconds; overhead brought down
     ("Cold compilation time from 24s to 16s on the 70B model.", C.time, True),
