@@ -102,6 +102,11 @@ class Row:
     # validation found (see claim_evidence).
     claims: dict[str, int] = field(default_factory=dict)
 
+    @property
+    def built(self) -> bool:
+        """Built (validated, waiting for a GPU runner, or failed), not skipped before building."""
+        return not self.outcome.startswith("skipped")
+
 
 def candidates(engine: Engine, repo: str, count: int) -> list[CandidatePR]:
     """The miner's survivors, newest merge first."""
@@ -117,14 +122,21 @@ def enough(rows: list[Row], count: int, minutes: float, elapsed: float) -> str:
     """Why no further PR is started, or "" to go on.
 
     ``count`` counts the PRs built (validated, waiting for a GPU runner, or failed), not
-    those skipped before building; ``minutes`` (0: none) bounds the wall time a run
-    starts PRs in, since one PR's build and validation can take most of an hour.
+    those skipped before building; ``minutes`` (0: none) bounds the wall time of the run,
+    from its start, mining included: since one PR's build and validation can take most of
+    an hour, no PR starts that a PR of this run's median wall time would carry past it.
     """
-    built = sum(1 for r in rows if not r.outcome.startswith("skipped"))
-    if built >= count:
-        return f"stopped: {built} PRs built (--count {count})"
-    if minutes and elapsed >= minutes:
-        return f"stopped: {elapsed:.0f} of --minutes {minutes:g} spent ({built} PRs built)"
+    built = [r for r in rows if r.built]
+    if len(built) >= count:
+        return f"stopped: {len(built)} PRs built (--count {count})"
+    if not minutes:
+        return ""
+    expected = statistics.median(r.wall_seconds for r in built) / 60 if built else 0.0
+    if elapsed + expected >= minutes:
+        return (
+            f"stopped: {elapsed:.0f} of --minutes {minutes:g} spent, a PR takes about "
+            f"{expected:.0f} ({len(built)} PRs built)"
+        )
     return ""
 
 
@@ -371,7 +383,7 @@ def describe_again(home: Path, repo: str, path: Path | None) -> int:
     engine = make_engine(load_settings(home=home).resolved_database_url)
     rows = [Row(**r) for r in json.loads(path.read_text())]
     for row in rows:
-        if not row.outcome.startswith("skipped"):
+        if row.built:
             env_hit = row.env_hit  # known only when the environment was built
             describe(engine, home, instance_id_for(repo, row.number), row, set())
             row.env_hit = env_hit
@@ -393,7 +405,8 @@ def main(argv: list[str] | None = None) -> int:
         "--minutes",
         type=float,
         default=0.0,
-        help="start no PR after this many minutes (0: no limit); the one running finishes",
+        help="the run's wall time, mining included (0: no limit): no PR starts that a PR of "
+        "the run's median time would carry past it; the one running finishes",
     )
     parser.add_argument("--home", type=Path, required=True, help="a PROBEWATCH_HOME of its own")
     parser.add_argument("--override", action="append", default=[], help="a runner pin")
@@ -421,6 +434,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     watched, watch = watched_entry(args.repo, args.mirror, args.conventions)
     repo_settings = run_settings(watched, settings=settings, watch=watch)  # type: ignore[arg-type]
+    started = time.monotonic()
     engine = make_engine(settings.resolved_database_url)
     upgrade(engine)
     since = datetime.fromisoformat(args.since).replace(tzinfo=UTC)
@@ -437,7 +451,6 @@ def main(argv: list[str] | None = None) -> int:
         f"mined {len(mined.survivors) + len(mined.rejects)} PRs, {len(mined.survivors)} survivors"
     )
     rows: list[Row] = []
-    started = time.monotonic()
     for candidate in candidates(engine, args.repo, 10_000 if wanted else args.count):
         if wanted and candidate.number not in wanted:
             continue

@@ -110,13 +110,21 @@ def test_every_survivor_not_set_aside_is_on_the_task_page_with_what_it_is_tied_t
 
 
 def test_a_run_stops_at_count_built_prs_or_when_its_minutes_are_spent():
-    def rows(*outcomes: str) -> list[Row]:
+    def rows(*outcomes: str, minutes: float = 0.0) -> list[Row]:
         return [
-            Row(number=n, title="t", changed_lines=200, outcome=o) for n, o in enumerate(outcomes)
+            Row(number=n, title="t", changed_lines=200, outcome=o, wall_seconds=minutes * 60)
+            for n, o in enumerate(outcomes)
         ]
 
     # PRs skipped before building do not count; validated, waiting and failed ones do.
     assert enough(rows("skipped: GPU only", "validated", "error"), 3, 0, 500) == ""
     assert "3 PRs built" in enough(rows("validated", "waits: nothing runs here", "error"), 3, 0, 1)
     assert "of --minutes 60" in enough(rows("skipped: GPU only"), 3, 60, 61)
-    assert enough(rows("validated"), 3, 60, 59) == ""
+    assert enough(rows("skipped: GPU only"), 3, 60, 59) == ""
+    # No PR starts that a PR of the run's median time would carry past the limit; a
+    # skipped PR's few seconds do not count in that median.
+    assert enough(rows("validated", minutes=20), 3, 60, 39) == ""
+    assert "a PR takes about 20" in enough(rows("validated", minutes=20), 3, 60, 41)
+    mixed = rows("validated", "error", minutes=20) + rows("skipped: GPU only", minutes=0.1)
+    assert enough(mixed, 4, 60, 39) == ""
+    assert "a PR takes about 20" in enough(mixed, 4, 60, 41)
