@@ -26,6 +26,14 @@ figure is the extractor's on PRs nobody tuned it on. Usage::
     python -m bench.promise_eval [--dir tests/data/promises] [--file NAME]
         [--misses | --agreement] [--intervals]
 
+``--confusion`` prints, per split, where the extractor and the labels part by category:
+each extracted promise against the labelled promise it matches, else against the labelled
+promise of another category whose quote it says (the same overlap, best first, one to one),
+else against none; each labelled promise left over against none. Its off-diagonal cells
+tell a category the readers would have named otherwise (a boundary between two categories)
+from a sentence that promises nothing and a promise nothing found. Counts only, so the
+holdout's matrix may be printed too.
+
 ``--intervals`` adds, for each slice, each figure's 90% interval over PRs
 drawn again with replacement (``bench/resample.py``): how far a figure could
 move on other PRs like these, which tells a real change of a rule from the
@@ -37,6 +45,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -237,6 +246,56 @@ def _scored(item: LabelledItem, extracted: Sequence[ExtractedPromise]) -> Evalua
     _score_promises(one, item, extracted)
     _score_pr(one, item, extracted)
     return one
+
+
+NONE = "none"  # no promise on that side of a confusion cell
+Confusion = Counter[tuple[str, str]]  # (said, labelled) -> promises
+
+
+def confusion_item(item: LabelledItem, extracted: Sequence[ExtractedPromise]) -> Confusion:
+    """One item's (said, labelled) counts: matched promises on the diagonal, an unmatched
+    extracted promise against the unmatched labelled promise of another category its quote
+    says (best overlap first, one to one), what is left against none."""
+    matched = _match(extracted, item.promises)
+    counts: Confusion = Counter()
+    for i, j in matched:
+        counts[(str(extracted[i].category), str(item.promises[j].category))] += 1
+    said = [i for i in range(len(extracted)) if all(i != m[0] for m in matched)]
+    left = [j for j in range(len(item.promises)) if all(j != m[1] for m in matched)]
+    pairs = sorted(
+        ((overlap(extracted[i].quote, item.promises[j].quote), i, j) for i in said for j in left),
+        reverse=True,
+    )
+    for score, i, j in pairs:
+        if score >= MATCH_OVERLAP and i in said and j in left:
+            counts[(str(extracted[i].category), str(item.promises[j].category))] += 1
+            said.remove(i)
+            left.remove(j)
+    for i in said:
+        counts[(str(extracted[i].category), NONE)] += 1
+    for j in left:
+        counts[(NONE, str(item.promises[j].category))] += 1
+    return counts
+
+
+def confusion(items: Sequence[LabelledItem], extractor: Extractor = extract_promises) -> Confusion:
+    return sum(
+        (confusion_item(item, list(extractor(item.title, item.description))) for item in items),
+        Counter(),
+    )
+
+
+def render_confusion(name: str, counts: Confusion) -> str:
+    """Rows: the category said; columns: the category labelled; ``none`` on either side."""
+    names = [str(c) for c in PromiseCategory] + [NONE]
+    short = {n: n.removeprefix("resource.")[:8] for n in names}
+    lines = [
+        f"== {name}: rows said, columns labelled",
+        f"{'':18s}" + "".join(f"{short[n]:>9s}" for n in names),
+    ]
+    for said in names:
+        lines.append(f"{said:18s}" + "".join(f"{counts[(said, n)]:9d}" for n in names))
+    return "\n".join(lines)
 
 
 def combined(ones: Iterable[Evaluation]) -> Evaluation:
@@ -453,6 +512,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also each figure's 90%% interval over PRs resampled, per slice",
     )
+    parser.add_argument(
+        "--confusion",
+        action="store_true",
+        help="also, per split, the categories said against the categories labelled",
+    )
     args = parser.parse_args(argv)
     if args.misses and args.split != DEV:
         parser.error(MISSES_REFUSED)
@@ -475,6 +539,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.intervals:
         for name, (dev, holdout) in sliced.items():
             print("\n" + render_intervals(dev, holdout, name))
+    if args.confusion:
+        for split in (DEV, HOLDOUT):
+            if args.split in ("all", split):
+                split_items = [i for i in chosen if i.split == split]
+                print("\n" + render_confusion(split, confusion(split_items)))
     if args.misses:  # only with --split dev: the dev items of the whole set
         print("\n" + "\n".join(sliced["all"][0].misses))
     return 0

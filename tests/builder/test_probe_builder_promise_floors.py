@@ -11,15 +11,18 @@ from __future__ import annotations
 import re
 
 import pytest
+import yaml
 
 from bench.promise_eval import (
     AGREEMENT_DIR,
     HOLDOUT,
     MISSES_REFUSED,
+    NONE,
     AgreementError,
     Evaluation,
     LabelledItem,
     LabelledPromise,
+    confusion,
     evaluate,
     evaluate_labeller,
     load_labelled_set,
@@ -171,6 +174,51 @@ def test_pr_level_asks_only_whether_the_category_is_promised():
     pr = evaluation.pr_level[M]
     assert (pr.true_positives, pr.labelled, pr.extracted) == (1, 1, 1)
     assert evaluation.pr_level[T].extracted == 0
+
+
+def test_the_confusion_puts_each_promise_once_against_what_the_other_side_said():
+    item = _item(
+        "o/r#1",
+        "d",
+        (M, "cut peak memory of the loss"),
+        (F, "the refit keeps the weights"),
+        (T, "faster rollout of the first batch"),
+    )
+    counts = confusion(
+        [item],
+        _extractor(
+            (M, "Cut peak memory of the loss by 40%."),
+            (S, "The refit keeps the weights in sync."),  # the readers' functional
+            (N, "Logging of the metric is unchanged."),  # promises nothing they saw
+        ),
+    )
+    assert counts == {
+        (str(M), str(M)): 1,
+        (str(S), str(F)): 1,
+        (str(N), NONE): 1,
+        (NONE, str(T)): 1,
+    }
+    # a labelled promise said twice is confused once: the other is a promise no one made
+    twice = confusion([item], _extractor((S, "the refit keeps the weights"), (N, "the refit")))
+    assert twice[(str(S), str(F))] + twice[(str(N), str(F))] == 1
+    assert twice[(str(S), NONE)] + twice[(str(N), NONE)] == 1
+    assert twice[(NONE, str(M))] == twice[(NONE, str(T))] == 1
+    assert sum(twice.values()) == 4
+
+
+def test_the_bench_prints_the_confusion_of_each_split(tmp_path, capsys):
+    memory = [{"category": str(M), "quote": "Cut peak memory"}]
+    items = [
+        {"id": f"o/r#{n}", "split": split, "title": "Cut peak memory", "description": ""}
+        | {"promises": memory}
+        for n, split in enumerate(("dev", "holdout"))
+    ]
+    (tmp_path / "batch.yaml").write_text(yaml.safe_dump(items))
+    assert main(["--dir", str(tmp_path), "--confusion"]) == 0
+    out = capsys.readouterr().out
+    assert "== dev: rows said, columns labelled" in out
+    assert "== holdout: rows said, columns labelled" in out
+    assert re.search(r"^resource\.memory\s+1\s", out, re.M)
 
 
 def test_slices_are_each_repository_and_the_title_only_items():
