@@ -73,6 +73,10 @@ _STATE_BEHAVIOURS = (
     r"\breus\w*\b[^.]{0,30}\bcached\b|\bcach(e|es|ed|ing) (the |its |their )?results?\b",
     # what a cache or a step's state keeps that it should have let go (not memory leaked)
     r"\b(cache|state)s? leak\w*",
+    # a state kept as it was, or brought in line ("preserve the SSM state", "should not
+    # modify the matcher state", "without synchronizing the cached state")
+    r"\b(preserv|modif|mutat|synchroni[sz])\w*\b[^.]{0,40}\bstates?\b",
+    r"\bstates?\b[^.]{0,20}\b(is|are|stays?|remains?) (preserv|unchang|intact)\w*",
 )
 # Operations that move state (a checkpoint saved or loaded, weights synchronised): the state
 # they carry is promised, unless the sentence promises only their speed.
@@ -144,7 +148,9 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
     PromiseCategory.time: rx(
         r"\bspeed[- ]?ups?\b|\b(speeds?|sped|speeded) up\b|\bfaster\b|\bthroughput\b|\blatency\b",
         r"\baccelerat(e|es|ed|ing|ion|ions)\b",  # not "accelerator", the device
-        r"\b(improv|better|boost|optimi[sz])\w*\s+(\w+\s+){0,3}performance\b",
+        # performance improved, even of a batch size named in symbols ("improved bs<32 perf...")
+        r"\b(improv\w*|better|boost\w*|optimi[sz]\w*|quick(er)?)\s+([\w<>=.+-]+\s+){0,3}"
+        r"performance\b",
         r"\bperf(ormance)? (improvement|gain|optimi[sz]ation|now scales|tuning)",
         # the same said the other way round: "the performance is usually better than ..."
         r"\bperformance (is|was|are|stays|remains) (\w+ ){0,2}(better|higher|comparable)\b",

@@ -503,6 +503,16 @@ SENTENCE_CUES = [
     ("Fix the encoder cache leak of waiting requests in the scheduler.", C.state, True),
     ("This PR closes the inter-step state leak in the sampler.", C.state, True),
     ("Fix the KV cache memory leak on abort.", C.state, False),
+    # a state kept as it was, or brought in line, is state; a state only described is not
+    ("Preserve the SSM state for padded prompt tails.", C.state, True),
+    ("This operation should not modify the matcher state.", C.state, True),
+    ("It returned early without synchronizing the cached terminated state.", C.state, True),
+    ("The recurrent state remains intact after the draft is rejected.", C.state, True),
+    ("Add a state field to the request for logging.", C.state, False),
+    # performance improved, however the batch it improves is named
+    ("The new row calculation greatly improved bs<32 performance.", C.time, True),
+    ("Quick startup performance for large schemas.", C.time, True),
+    ("It keeps using quickreduce where performance was measured.", C.time, False),
     ("Offload optimizer states to CPU.", C.memory, True),
     # a time before and after, or cut by seconds; overhead brought down
     ("Cold compilation time from 24s to 16s on the 70B model.", C.time, True),
