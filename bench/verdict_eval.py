@@ -18,6 +18,10 @@ The holdout is sealed: its figures are printed in aggregate only, and
     python -m bench.verdict_eval --mirror volcengine/verl=PATH \\
         --mirror NVIDIA/Megatron-LM=PATH [--file NAME] [--misses] [--intervals]
 
+Below the table, the verdicts said against those labelled (rows said, columns labelled),
+dev beside holdout: which way the rules part from the readers (counts only, so the
+holdout's may be printed).
+
 ``--intervals`` adds each rate's 90% interval over PRs drawn again with
 replacement (``bench/resample.py``), per split.
 
@@ -37,6 +41,7 @@ import argparse
 import re
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -238,9 +243,12 @@ class VerdictScore:
     claim_precision: Tally = field(default_factory=Tally)  # over "not checked" said
     claim_recall: Tally = field(default_factory=Tally)  # over "not checked" labelled
     misses: list[str] = field(default_factory=list)
+    # (said, labelled) -> promises: which way the rules part from the labels
+    confusion: Counter[tuple[PromiseVerdict, PromiseVerdict]] = field(default_factory=Counter)
 
     def add(self, item: VerdictItem, label: LabelledVerdict, said: PromiseVerdict) -> None:
         hit = said is label.verdict
+        self.confusion[(said, label.verdict)] += 1
         self.agreement.add(hit)
         self.per_category[label.category].add(hit)
         self.checked_said.add(said is PromiseVerdict.checked)
@@ -391,7 +399,22 @@ def render(dev: VerdictScore, holdout: VerdictScore) -> str:
         for (name, d), (_, h) in zip(_tallies(dev), _tallies(holdout), strict=True)
     ]
     lines.append(CLAIM_NOTE)
+    lines += render_confusion(dev, holdout)
     return "\n".join(lines)
+
+
+def render_confusion(dev: VerdictScore, holdout: VerdictScore) -> list[str]:
+    """Rows: the verdict said; columns: the verdict labelled, dev beside holdout."""
+    verdicts = list(PromiseVerdict)
+    head = "".join(f"{v:>10s}" for v in verdicts)
+    lines = [f"{'said / labelled':20s}{'dev':^30s} | {'holdout':^30s}", f"{'':20s}{head} | {head}"]
+    for said in verdicts:
+        cells = [
+            "".join(f"{score.confusion[(said, labelled)]:10d}" for labelled in verdicts)
+            for score in (dev, holdout)
+        ]
+        lines.append(f"{said!s:20s}{cells[0]} | {cells[1]}")
+    return lines
 
 
 def _ratios(

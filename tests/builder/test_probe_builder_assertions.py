@@ -908,6 +908,31 @@ def test_verdict_bench_counts_the_report_claim_on_resource_state_and_mode_only()
     assert score.agreement.total == 3 and len(score.misses) == 3
 
 
+def test_verdict_bench_counts_which_way_the_rules_part_from_the_labels():
+    from bench.verdict_eval import LabelledVerdict, VerdictItem, VerdictScore, render
+
+    score = VerdictScore()
+    item = VerdictItem("acme/lib#1", "dev", "t", ())
+    checked = LabelledVerdict(PromiseCategory.functional, "q", PromiseVerdict.checked)
+    unchecked = LabelledVerdict(PromiseCategory.memory, "q", PromiseVerdict.unchecked)
+    score.add(item, checked, PromiseVerdict.exercised)
+    score.add(item, checked, PromiseVerdict.exercised)
+    score.add(item, unchecked, PromiseVerdict.checked)
+    score.add(item, checked, PromiseVerdict.checked)
+    V = PromiseVerdict
+    assert score.confusion == {
+        (V.exercised, V.checked): 2,
+        (V.checked, V.unchecked): 1,
+        (V.checked, V.checked): 1,
+    }
+    table = render(score, VerdictScore()).splitlines()
+    rows = {line.split()[0]: line.split() for line in table if line.split()[0] in set(V)}
+    # rows said, columns labelled (checked, exercised, unchecked), dev then holdout
+    assert rows["checked"][1:4] == ["1", "0", "1"]
+    assert rows["exercised"][1:4] == ["2", "0", "0"]
+    assert rows["unchecked"][1:8] == ["0", "0", "0", "|", "0", "0", "0"]
+
+
 def test_verdict_bench_without_mirrors_says_so_and_refuses_holdout_misses(tmp_path, capsys):
     from bench.verdict_eval import main
 
