@@ -6,7 +6,7 @@ calls, ``pytest.raises`` blocks) is counted by kind: error path, resource
 bound from such an API earlier in the same test; a profiler's trace observes which
 kernels and collectives ran and, through its events' spans, when), numeric (allclose and
 tolerances, a hand-written one too: a gap between two results under a small
-number), structural (shape, dtype, attribute, type, None) or functional.
+number), structural (shape, dtype, attribute, type, None, a finite value) or functional.
 Per test function the profile also records whether it drives one object
 through repeated calls and a reset (state), and whether it captures, replays
 or compiles, or switches such an option on (mode); a test reaches what it names
@@ -144,6 +144,10 @@ STRUCTURAL_CALLS = {
     "assertIsNot",
     "assertHasAttr",
 }
+# A value that is finite (not NaN, not inf) is true of almost anything the code returns: it
+# says no more of behaviour than a shape does ("assert torch.isfinite(out).all()",
+# "assert _has_finite_grad(model)").
+FINITE_CALL = re.compile(r"^(isfinite|isnan|isinf|isneginf|isposinf)$|finite", re.I)
 RAISES_CALLS = re.compile(r"(^|\.)(raises|assertRaises\w*)$")
 CALL_ASSERTS = re.compile(
     r"^(assert_(not_)?called\w*|assert_has_calls|assert_(not_)?awaited\w*|assert_any_call)$"
@@ -386,7 +390,14 @@ def classify(
         and not _identity_value(n)
         for n in ast.walk(expr)
     )
-    if attrs & STRUCTURAL_ATTRS or called & STRUCTURAL_CALLS or none_check or _key_presence(expr):
+    finite = any(FINITE_CALL.search(name) for name in called)
+    if (
+        attrs & STRUCTURAL_ATTRS
+        or called & STRUCTURAL_CALLS
+        or none_check
+        or finite
+        or _key_presence(expr)
+    ):
         return AssertionKind.structural, set()
     return AssertionKind.functional, set()
 

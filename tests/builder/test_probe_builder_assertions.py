@@ -60,6 +60,11 @@ def _kinds(body: str) -> list[AssertionKind]:
         ("assert dropped < 0.5\n", AssertionKind.functional),
         ("assert (a - b) < 5\n", AssertionKind.functional),
         ("assert (a - b) == 0.0\n", AssertionKind.functional),
+        # a finite value is true of almost anything returned: no more than a shape
+        ("assert torch.isfinite(x).all()\n", AssertionKind.structural),
+        ("assert not torch.isnan(x).any()\n", AssertionKind.structural),
+        ("assert _has_finite_grad(m)\n", AssertionKind.structural),
+        ("assert m.finished_count == 2\n", AssertionKind.functional),
     ],
 )
 def test_each_assertion_is_counted_by_kind(body, kind):
