@@ -125,12 +125,17 @@ def _per_category() -> dict[PromiseCategory, Score]:
     return {c: Score() for c in PromiseCategory}
 
 
+NONE = "none"  # no promise on that side of a confusion cell
+Confusion = Counter[tuple[str, str]]  # (said, labelled) -> promises
+
+
 @dataclass
 class Evaluation:
     per_category: dict[PromiseCategory, Score] = field(default_factory=_per_category)
     pr_level: dict[PromiseCategory, Score] = field(default_factory=_per_category)
     items: int = 0
     misses: list[str] = field(default_factory=list)
+    confusion: Confusion = field(default_factory=Counter)  # see ``confusion_item``
     per_item: list[Evaluation] = field(default_factory=list)  # one item's scores each
 
     def add(self, one: Evaluation) -> None:
@@ -140,6 +145,7 @@ class Evaluation:
                 mine[category] = mine[category] + score
         self.items += one.items
         self.misses += one.misses
+        self.confusion += one.confusion
         self.per_item.append(one)
 
     def total(self) -> Score:
@@ -186,14 +192,19 @@ def overlap(a: str, b: str) -> float:
 
 
 def _match(
-    extracted: Sequence[ExtractedPromise], labelled: Sequence[LabelledPromise]
+    extracted: Sequence[ExtractedPromise],
+    labelled: Sequence[LabelledPromise],
+    *,
+    any_category: bool = False,
 ) -> set[tuple[int, int]]:
+    """Pairs (extracted, labelled) of the same category (of any, with ``any_category``)
+    whose quotes overlap enough, one to one, best overlap first."""
     pairs = sorted(
         (
             (overlap(e.quote, lab.quote), i, j)
             for i, e in enumerate(extracted)
             for j, lab in enumerate(labelled)
-            if e.category == lab.category
+            if any_category or e.category == lab.category
         ),
         reverse=True,
     )
@@ -242,47 +253,30 @@ def evaluate_item(item: LabelledItem, extractor: Extractor = extract_promises) -
 
 
 def _scored(item: LabelledItem, extracted: Sequence[ExtractedPromise]) -> Evaluation:
-    one = Evaluation(items=1)
+    one = Evaluation(items=1, confusion=confusion_item(item, extracted))
     _score_promises(one, item, extracted)
     _score_pr(one, item, extracted)
     return one
 
 
-NONE = "none"  # no promise on that side of a confusion cell
-Confusion = Counter[tuple[str, str]]  # (said, labelled) -> promises
-
-
 def confusion_item(item: LabelledItem, extracted: Sequence[ExtractedPromise]) -> Confusion:
     """One item's (said, labelled) counts: matched promises on the diagonal, an unmatched
     extracted promise against the unmatched labelled promise of another category its quote
-    says (best overlap first, one to one), what is left against none."""
+    says (the same matching, any category), what is left against none."""
     matched = _match(extracted, item.promises)
-    counts: Confusion = Counter()
-    for i, j in matched:
-        counts[(str(extracted[i].category), str(item.promises[j].category))] += 1
     said = [i for i in range(len(extracted)) if all(i != m[0] for m in matched)]
     left = [j for j in range(len(item.promises)) if all(j != m[1] for m in matched)]
-    pairs = sorted(
-        ((overlap(extracted[i].quote, item.promises[j].quote), i, j) for i in said for j in left),
-        reverse=True,
+    across = _match(
+        [extracted[i] for i in said], [item.promises[j] for j in left], any_category=True
     )
-    for score, i, j in pairs:
-        if score >= MATCH_OVERLAP and i in said and j in left:
-            counts[(str(extracted[i].category), str(item.promises[j].category))] += 1
-            said.remove(i)
-            left.remove(j)
-    for i in said:
-        counts[(str(extracted[i].category), NONE)] += 1
-    for j in left:
-        counts[(NONE, str(item.promises[j].category))] += 1
+    pairs = matched | {(said[i], left[j]) for i, j in across}
+    counts: Confusion = Counter(
+        (str(extracted[i].category), str(item.promises[j].category)) for i, j in pairs
+    )
+    paired_said, paired_left = {i for i, _ in pairs}, {j for _, j in pairs}
+    counts.update((str(extracted[i].category), NONE) for i in said if i not in paired_said)
+    counts.update((NONE, str(item.promises[j].category)) for j in left if j not in paired_left)
     return counts
-
-
-def confusion(items: Sequence[LabelledItem], extractor: Extractor = extract_promises) -> Confusion:
-    return sum(
-        (confusion_item(item, list(extractor(item.title, item.description))) for item in items),
-        Counter(),
-    )
 
 
 def render_confusion(name: str, counts: Confusion) -> str:
@@ -540,10 +534,10 @@ def main(argv: list[str] | None = None) -> int:
         for name, (dev, holdout) in sliced.items():
             print("\n" + render_intervals(dev, holdout, name))
     if args.confusion:
-        for split in (DEV, HOLDOUT):
+        dev, holdout = sliced["all"]
+        for split, evaluation in ((DEV, dev), (HOLDOUT, holdout)):
             if args.split in ("all", split):
-                split_items = [i for i in chosen if i.split == split]
-                print("\n" + render_confusion(split, confusion(split_items)))
+                print("\n" + render_confusion(split, evaluation.confusion))
     if args.misses:  # only with --split dev: the dev items of the whole set
         print("\n" + "\n".join(sliced["all"][0].misses))
     return 0

@@ -22,7 +22,6 @@ from bench.promise_eval import (
     Evaluation,
     LabelledItem,
     LabelledPromise,
-    confusion,
     evaluate,
     evaluate_labeller,
     load_labelled_set,
@@ -184,14 +183,14 @@ def test_the_confusion_puts_each_promise_once_against_what_the_other_side_said()
         (F, "the refit keeps the weights"),
         (T, "faster rollout of the first batch"),
     )
-    counts = confusion(
+    counts = evaluate(
         [item],
         _extractor(
             (M, "Cut peak memory of the loss by 40%."),
             (S, "The refit keeps the weights in sync."),  # the readers' functional
             (N, "Logging of the metric is unchanged."),  # promises nothing they saw
         ),
-    )
+    ).confusion
     assert counts == {
         (str(M), str(M)): 1,
         (str(S), str(F)): 1,
@@ -199,7 +198,8 @@ def test_the_confusion_puts_each_promise_once_against_what_the_other_side_said()
         (NONE, str(T)): 1,
     }
     # a labelled promise said twice is confused once: the other is a promise no one made
-    twice = confusion([item], _extractor((S, "the refit keeps the weights"), (N, "the refit")))
+    refit_twice = _extractor((S, "the refit keeps the weights"), (N, "the refit"))
+    twice = evaluate([item], refit_twice).confusion
     assert twice[(str(S), str(F))] + twice[(str(N), str(F))] == 1
     assert twice[(str(S), NONE)] + twice[(str(N), NONE)] == 1
     assert twice[(NONE, str(M))] == twice[(NONE, str(T))] == 1
