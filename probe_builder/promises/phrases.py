@@ -136,6 +136,11 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\bvram (usage|footprint|consumption)\b",
         # memory given back, its owner named first ("release transient allocator memory")
         r"\b(releas|free|reclaim)\w*\b[^.]{0,60}\bmemory\b",
+        r"\b(free|releas|reclaim)\w*\b[^.]{0,30}\b(vram|activations?|workspaces?|buffers?)\b",
+        # blocks left allocated to no one; an allocation not made at all
+        r"\bstrand\w*",
+        r"\b(without|no|avoid\w*|not|never)\b[^.]{0,30}\b(additional|extra|separate|its own|new"
+        r"|persistent)\b[^.]{0,30}\b(allocat\w*|workspaces?)",
         r"\bover[- ]?(provision|allocat|reserv|commit)\w*\b",
         r"\bmeta[- ]device\b",
         r"\b(OOM|OOMs|out[- ]of[- ]memory)\b",
@@ -218,6 +223,13 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\bperform(s|ed|ing)? (\w+ )?better\b",
         r"\b" + _SERVING_RATE + r"\b[^.]{0,40}\b" + _RAISED,
         r"\b" + _RAISED + r"\b[^.]{0,30}\b" + _SERVING_RATE + r"\b",
+        # a performance problem fixed or limited; a cost spread thin; kernels kept busy
+        r"\b(fix|address|resolv|limit|solv|mitigat)\w*\b[^.]{0,40}\bperf(ormance)? (issues?|drops?"
+        r"|degradation|regressions?|limitations?|impact|problems?|gaps?)\b",
+        r"\bamortiz\w*|\blaunch[- ]bound\b|\b(higher|better|increas\w*|improv\w*)\b[^.]{0,20}"
+        r"\boccupancy\b",
+        # the time a process takes to come up
+        r"\b(compile|compilation|startup|start[- ]?up|warm[- ]start|cold[- ]start) times?\b",
     ),
     PromiseCategory.traffic: rx(
         r"\b(data )?(transmission|traffic|bandwidth)\b",
@@ -262,10 +274,15 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         + _NEAR
         + r"(re-?serializ\w*|serializ\w*|pickl\w*|messages?|payloads?)\b",
         r"\b(compact|compress\w*|smaller)\b[^.]{0,20}\b(serializ\w*|messages?|payloads?)\b",
+        # data moved through memory or storage, copies not made
+        r"\bdata movement\b|\b(hbm|memory) round[- ]?trips?\b|\bstorage i/?o\b",
+        r"\b(won'?t|not|no longer|don'?t|never|instead of)\b[^.]{0,20}\bcop(y|ies|ying)\b",
+        r"\b(redundant|unnecessary|extra)\b[^.]{0,20}\.?clone",
     ),
     PromiseCategory.state: rx(*_STATE_BEHAVIOURS, *_STATE_OPERATIONS),
     PromiseCategory.mode: rx(
-        r"\bcuda[-_ ]?graphs?\b|(?<![a-z])cudagraph\w*|\b(piecewise|full) graphs?\b",
+        r"\bcuda[-_ ]?graph(s|ed)?\b|(?<![a-z])cudagraph\w*|\b(piecewise|full)[- ]graphs?\b",
+        r"\b(compilation|compiler) pass(es)?\b|\brecompil\w*|\b(aot|standalone)[_ ]compil\w*",
         r"\btorch[._ ]compile\b|\bcompile mode\b|\bgraph (capture|replay)\b|\binductor\b",
         r"\benforce[_ ]eager\b|\beager (mode|execution)\b",
         r"\b(cuda[- ]?)?graph(able|[- ]safe|[- ]capturable|[- ]compatible)\b|\bcapturable\b",

@@ -606,6 +606,38 @@ SENTENCE_CUES = [
     # checkpointing a model's state, not activation checkpointing
     ("Fix fused MLA and MTP checkpointing for Megatron-FSDP.", C.state, True),
     ("Enable activation checkpointing for the vision tower.", C.state, False),
+    # memory freed by name (activations, VRAM, a workspace), blocks left stranded, an
+    # allocation not made
+    ("Free activations as soon as the recompute finishes.", C.memory, True),
+    ("Release the VRAM of sleeping workers.", C.memory, True),
+    ("Notify the prefill node so it frees stranded KV blocks.", C.memory, True),
+    ("Reuse the existing workspace without an extra allocation.", C.memory, True),
+    ("Reuse the existing workspace for the second GEMM.", C.memory, False),
+    ("No extra buffer keys are needed for this model.", C.memory, False),
+    # data moved through memory or storage, or copied, no more
+    ("This removes inefficient data movement between the kernels.", C.traffic, True),
+    ("Each rank reads only its shard, avoiding most storage I/O.", C.traffic, True),
+    ("Fusing them saves one HBM round trip per layer.", C.traffic, True),
+    ("We won't copy the draft ids to the scheduler any more.", C.traffic, True),
+    ("Drop the redundant `.clone()` of the loaded tensors.", C.traffic, True),
+    ("Copy the config into the worker's namespace.", C.traffic, False),
+    # a performance problem fixed or limited, a cost amortised, occupancy raised, the time to
+    # compile or start up
+    ("Fix the scheduling perf issue with large max_tokens.", C.time, True),
+    ("This limits the performance impact of greedy requests.", C.time, True),
+    ("Amortize the mask creation over all attention layers.", C.time, True),
+    ("Transposing the problem gives higher SM occupancy.", C.time, True),
+    ("The flag brings the warm start time of compiled models down.", C.time, True),
+    ("Performance issues were reported by users.", C.time, False),
+    ("Load the tokenizer at startup.", C.time, False),
+    # a mode by its compiler's name: a compilation pass, recompilation, CUDA-graphed
+    # execution, full-graph capture, AOT or standalone compilation
+    ("Add sequence parallelism as a compilation pass.", C.mode, True),
+    ("Fix the recompilation issue on TPU.", C.mode, True),
+    ("Support the grouped GEMM when it is CUDA graphed.", C.mode, True),
+    ("Add decode full-graph support to the MLA backend.", C.mode, True),
+    ("Add an option to use standalone_compile.", C.mode, True),
+    ("Add a graph of the pass rates to the dashboard.", C.mode, False),
 ]
 
 
