@@ -323,6 +323,11 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         # gradients that flow, or are clipped, where they should
         r"\bgrad(ient)?s?\b[^.]{0,30}\b(flow\w*|incorrect\w*|wrong\w*)\b",
         r"\b(clip\w*|detach\w*)\b[^.]{0,20}\bgrad(ient)?s?\b",
+        # padding kept out of the numbers; a value divided by the size of a parallel group
+        r"\bzero(es|s|ed|ing)?[- ]out\b[^.]{0,30}\b(padding|pad|padded)\b"
+        r"|\b(padding|pad) tokens?\b[^.]{0,40}\b(loss|outputs?|activations?|rewards?)\b",
+        r"\b(divid|multipl)\w*\b[^.]{0,40}\bby (the )?[\w-]*\s*(parallel )?(size|world size|number"
+        r"|count)\b",
     ),
 }
 

@@ -630,6 +630,12 @@ SENTENCE_CUES = [
     ("The flag brings the warm start time of compiled models down.", C.time, True),
     ("Performance issues were reported by users.", C.time, False),
     ("Load the tokenizer at startup.", C.time, False),
+    # padding kept out of the numbers; a value divided by a parallel group's size
+    ("Zero out the padded token outputs of the quantized GEMM.", C.numeric, True),
+    ("Skip the padding tokens in the router's auxiliary loss.", C.numeric, True),
+    ("Divide the expert gradients by the expert-parallel size.", C.numeric, True),
+    ("Pad the batch to a multiple of the block size.", C.numeric, False),
+    ("Divide the work by layer between the two streams.", C.numeric, False),
     # a mode by its compiler's name: a compilation pass, recompilation, CUDA-graphed
     # execution, full-graph capture, AOT or standalone compilation
     ("Add sequence parallelism as a compilation pass.", C.mode, True),
