@@ -128,3 +128,7 @@ def test_a_run_stops_at_count_built_prs_or_when_its_minutes_are_spent():
     mixed = rows("validated", "error", minutes=20) + rows("skipped: GPU only", minutes=0.1)
     assert enough(mixed, 4, 60, 39) == ""
     assert "a PR takes about 20" in enough(mixed, 4, 60, 41)
+    # ... nor does a build that stopped on an error in seconds, while one ran to the end.
+    quick_errors = rows("validated", minutes=20) + rows("error", "error", minutes=0.5)
+    assert "a PR takes about 20" in enough(quick_errors, 5, 60, 41)
+    assert enough(rows("error", "error", minutes=0.5), 5, 60, 41) == ""
