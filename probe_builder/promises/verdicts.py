@@ -362,8 +362,9 @@ def _checking_site(
        function that reads its flag), on an assertion computed from that code; for a
        functional promise, only one that bears on what the quote says beyond the linked
        names (an assertion on the helper alone checks the helper).
-    3. A test named for the promise, on an assertion computed from any changed code: the
-       only check a promise that names no changed symbol (a weak link) can have.
+    3. A test named for the promise (for a state promise, also a test that saves and then
+       loads the changed code), on an assertion computed from any changed code: the only
+       check a promise that names no changed symbol (a weak link) can have.
     """
     if linked.strong:
         found = _check_in(promise, reached.tests, _sites_for(promise, code, linked.names, None))
@@ -378,6 +379,9 @@ def _checking_site(
     changed = frozenset(s.name for s in code.symbols)
     quote_words = words_of(promise.quote)
     named_for = [t for t in code.profile.tests if _named_for(quote_words, t)]
+    if promise.category is PromiseCategory.state:
+        # a save and a load of the changed code, then a value asserted: the state promised
+        named_for += [t for t in reached.tests if t.round_trip_line and t not in named_for]
     return _check_in(promise, named_for, _sites_for(promise, code, changed, None))
 
 
