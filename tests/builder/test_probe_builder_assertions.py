@@ -1446,7 +1446,7 @@ def test_a_test_name_that_inflects_the_quotes_words_is_named_for_it(name, quote,
     assert _verdict(PromiseCategory.functional, quote, code) is PromiseVerdict(verdict)
 
 
-ROUND_TRIP_TEST = """
+SHARD_ROUND_TRIP_TEST = """
 from pkg import Shard, save, load
 
 
@@ -1474,7 +1474,7 @@ def test_a_state_promise_linked_to_nothing_is_checked_by_a_save_and_load_of_chan
 ):
     # "Support single-moment checkpointing" names no changed symbol: the link is weak, and a
     # test not named for it checks it only by a round trip through the changed code.
-    source = ROUND_TRIP_TEST.format(before=before, restored=restored)
+    source = SHARD_ROUND_TRIP_TEST.format(before=before, restored=restored)
     code = _code(source, "Shard", "other.Unused")
     quote = "Support single-moment checkpointing"
     assert _verdict(PromiseCategory.state, quote, code) is verdict
