@@ -364,9 +364,7 @@ def _checking_site(
        names (an assertion on the helper alone checks the helper).
     3. A test named for the promise (for a state promise, also a test that saves and then
        loads the changed code), on an assertion computed from any changed code: the only
-       check a promise that names no changed symbol (a weak link) can have. A test named
-       for a state promise checks it on any such value, as it would a functional one, when
-       it holds no state check of its own.
+       check a promise that names no changed symbol (a weak link) can have.
     """
     if linked.strong:
         found = _check_in(promise, reached.tests, _sites_for(promise, code, linked.names, None))
@@ -383,15 +381,7 @@ def _checking_site(
     named_for = [t for t in code.profile.tests if _named_for(quote_words, t)]
     if promise.category is PromiseCategory.state:
         # a save and a load of the changed code, then a value asserted: the state promised
-        round_trips = [t for t in reached.tests if t.round_trip_line and t not in named_for]
-        on_changed = _sites_for(promise, code, changed, None)
-        found = _check_in(promise, named_for + round_trips, on_changed)
-        if found is not None:
-            return found
-        # a test named for the state it promises checks it on any value of the changed code:
-        # its name says which state the asserted value stands for
-        as_value = promise.model_copy(update={"category": PromiseCategory.functional})
-        return _check_in(as_value, named_for, _sites_for(as_value, code, changed, None))
+        named_for += [t for t in reached.tests if t.round_trip_line and t not in named_for]
     return _check_in(promise, named_for, _sites_for(promise, code, changed, None))
 
 

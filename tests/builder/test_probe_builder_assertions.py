@@ -1423,22 +1423,11 @@ def test_{name}(model):
         ("tied_parameters_share_one_weight", "len(model.layers)", PromiseVerdict.exercised),
     ],
 )
-@pytest.mark.parametrize(
-    ("category", "quote"),
-    [
-        (PromiseCategory.functional, "Fix tied parameters"),
-        # no save, load or reset in the test: a verdict that asks a test named for a state
-        # promise for a state check of its own says exercised for the first row
-        (PromiseCategory.state, "Tied parameters stay shared after a resume"),
-    ],
-)
-def test_a_test_named_for_the_promise_checks_it_without_a_link(
-    name, value, verdict, category, quote
-):
-    # The quote names no changed symbol: the link is weak, and only a test written for the
-    # promise (its name uses several of the quote's words) can check it.
+def test_a_test_named_for_the_promise_checks_it_without_a_link(name, value, verdict):
+    # "Fix tied parameters" names no changed symbol: the link is weak, and only a test written
+    # for the promise (its name uses several of the quote's words) can check it.
     code = _code(NAMED_FOR_TEST.format(name=name, value=value), "Shard", "other.Unused")
-    assert _verdict(category, quote, code) is verdict
+    assert _verdict(PromiseCategory.functional, "Fix tied parameters", code) is verdict
 
 
 @pytest.mark.parametrize(
