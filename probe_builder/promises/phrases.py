@@ -230,6 +230,11 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\boccupancy\b",
         # the time a process takes to come up
         r"\b(compile|compilation|startup|start[- ]?up|warm[- ]start|cold[- ]start) times?\b",
+        # work no longer done: a kernel or a partition skipped, a result no longer built twice
+        r"\bskip\w*\b[^.]{0,30}\b(kernels?|kernel launch\w*|partition)\b",
+        r"\bunnecessarily re-?(comput|creat|build|calculat)\w*|\b(re-?computing|re-?creating)\b"
+        r"[^.]{0,30}\b(twice|again|every|each)\b",
+        r"\bthe same (speed|throughput)\b",  # a special case that no longer pays for the general
     ),
     PromiseCategory.traffic: rx(
         r"\b(data )?(transmission|traffic|bandwidth)\b",
