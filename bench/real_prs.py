@@ -48,7 +48,7 @@ from probe_builder.pipeline import (
     test_placements,
     validate_task,
 )
-from probewatch.errors import ProbewatchError
+from probewatch.errors import ConfigError, ProbewatchError
 from runners.backends.local import LocalBackend
 from runners.env import EnvHome, list_environments
 from task_registry.candidates import decide_candidate, list_candidates
@@ -347,7 +347,14 @@ def mark_shown(places: list[dict[str, object]], report: ReportInput) -> None:
 
 def watched_entry(repo: str, mirror: Path, conventions: str) -> tuple[WatchedRepo, object]:
     watch = load_watch_file(example_watch_file())
-    watched = watch.get(repo).model_copy(update={"git": mirror})
+    entry = watch.find(repo)
+    if entry is None:
+        known = ", ".join(r.name for r in watch.repos)
+        raise ConfigError(
+            f"--repo {repo} is not in {example_watch_file()} (it has {known}): "
+            "add an entry for it there, or pass one of those"
+        )
+    watched = entry.model_copy(update={"git": mirror})
     if conventions == "none":  # try every test on CPU: how many really run there
         tests = watched.tests.model_copy(
             update={"cpu_globs": [], "gpu_paths": [], "cpu_marker": None}
@@ -427,10 +434,23 @@ def main(argv: list[str] | None = None) -> int:
         help="describe the PRs the --json file holds again from --home (no build, no run)",
     )
     args = parser.parse_args(argv)
-    wanted = {int(n) for n in args.numbers.split(",") if n.strip()}
+    try:
+        wanted = {int(n) for n in args.numbers.split(",") if n.strip()}
+        since = datetime.fromisoformat(args.since).replace(tzinfo=UTC)
+        until = datetime.fromisoformat(args.until).replace(tzinfo=UTC)
+    except ValueError as exc:
+        parser.error(f"{exc}: give --since and --until as YYYY-MM-DD, --numbers as 12,34")
     if args.describe:
         return describe_again(args.home, args.repo, args.json)
+    try:
+        return run(args, wanted, since, until)
+    except ProbewatchError as exc:  # the mirror, the window, the watch entry: one line
+        print(f"real_prs: {exc}", file=sys.stderr)
+        return 2
 
+
+def run(args: argparse.Namespace, wanted: set[int], since: datetime, until: datetime) -> int:
+    """Mine the window, then build and validate its survivors until ``enough`` says stop."""
     settings = load_settings(
         home=args.home,
         runner_overrides=" ".join(args.override),
@@ -441,8 +461,6 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     engine = make_engine(settings.resolved_database_url)
     upgrade(engine)
-    since = datetime.fromisoformat(args.since).replace(tzinfo=UTC)
-    until = datetime.fromisoformat(args.until).replace(tzinfo=UTC)
     mined = mine(
         engine=engine,
         repo=args.repo,

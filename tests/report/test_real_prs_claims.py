@@ -3,6 +3,8 @@ where each surviving patch is shown."""
 
 from __future__ import annotations
 
+import pytest
+
 from bench.real_prs import (
     BACKED,
     CHECKED,
@@ -13,6 +15,7 @@ from bench.real_prs import (
     claim_evidence,
     claim_figures,
     enough,
+    main,
     survivor_places,
 )
 from task_registry.coverage import AdversarialCoverage, CoverageTable, PromiseCoverage
@@ -132,3 +135,25 @@ def test_a_run_stops_at_count_built_prs_or_when_its_minutes_are_spent():
     quick_errors = rows("validated", minutes=20) + rows("error", "error", minutes=0.5)
     assert "a PR takes about 20" in enough(quick_errors, 5, 60, 41)
     assert enough(rows("error", "error", minutes=0.5), 5, 60, 41) == ""
+
+
+@pytest.mark.parametrize(
+    ("repo", "since", "said"),
+    [
+        ("volcengine/verl", "2026-01-01", "is not a git repository"),  # the folder is empty
+        ("nobody/none", "2026-01-01", "--repo nobody/none is not in"),
+        ("volcengine/verl", "2026-01", "give --since and --until as YYYY-MM-DD"),
+    ],
+)
+def test_bad_input_is_one_line_that_names_it(tmp_path, capsys, repo, since, said):
+    # a traceback, before the miner's own errors were caught at the bench's edge
+    (tmp_path / "mirror").mkdir()
+    argv = ["--mirror", str(tmp_path / "mirror"), "--repo", repo, "--since", since]
+    argv += ["--until", "2026-02-01", "--home", str(tmp_path / "home")]
+    try:
+        code = main(argv)
+    except SystemExit as exit_:  # argparse's own error, for what it parses
+        code = exit_.code
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert said in err[-1] and not any("Traceback" in line for line in err)
