@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import resource
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -35,6 +36,7 @@ from pr_miner.selection.judge import judge
 from pr_miner.selection.reverts import RevertIndex
 from pr_miner.sources.base import ScanRequest
 from pr_miner.sources.git_source import GitSource
+from probewatch.errors import ProbewatchError
 from task_registry.db import make_engine, upgrade
 
 GOAL = 1.5
@@ -116,7 +118,7 @@ class Registry:
         self.engine = self._fresh()
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("path", type=Path, help="clone or bare mirror")
     parser.add_argument("--branch", default="main")
@@ -126,8 +128,30 @@ def main() -> None:
     parser.add_argument("--core-path", action="append", default=[], help="core source folder")
     parser.add_argument("--exclude", action="append", default=[], help="glob not counted")
     parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
-    since, until = (datetime.fromisoformat(v).replace(tzinfo=UTC) for v in (args.since, args.until))
+    args = parser.parse_args(argv)
+    try:
+        since, until = (
+            datetime.fromisoformat(v).replace(tzinfo=UTC) for v in (args.since, args.until)
+        )
+    except ValueError as exc:
+        parser.error(f"{exc}: give --since and --until as YYYY-MM-DD")
+    try:  # the clone, the branch and the window, refused in one line before any timing
+        GitSource(args.path, args.branch).scan(ScanRequest(since, until, None))
+    except ProbewatchError as exc:
+        print(f"mine_git: {exc}", file=sys.stderr)
+        return 2
+    bench(args, since, until)
+    return 0
+
+
+def _ratio(value: float, base: float) -> str:
+    """``value / base`` in a column; a base too small to measure (a window of a few commits
+    can cost git no CPU time the clock sees) gives a dash, not a division by zero."""
+    return f"{value / base:9.2f}" if base > 0 else f"{'-':>9}"
+
+
+def bench(args: argparse.Namespace, since: datetime, until: datetime) -> None:
+    """Time git log, the miner and ``mine`` over the window; print the table and the goal."""
     config = MiningConfig(core_paths=tuple(args.core_path), exclude_globs=tuple(args.exclude))
 
     raw_git_log(args.path, args.branch, since, until)  # warm the page cache
@@ -174,11 +198,11 @@ def main() -> None:
     ):
         print(
             f"{name:22}{timing.wall:9.2f}{timing.cpu:9.2f}"
-            f"{timing.wall / git.wall:9.2f}{timing.cpu / git.cpu:9.2f}"
+            f"{_ratio(timing.wall, git.wall)}{_ratio(timing.cpu, git.cpu)}"
         )
     verdict = "met" if miner.wall / git.wall <= GOAL else "missed"
     print(f"goal: scan + judge <= {GOAL}x git log (wall): {verdict} (default filters)")
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -20,6 +20,7 @@ from bench.real_prs import (
 )
 from task_registry.coverage import AdversarialCoverage, CoverageTable, PromiseCoverage
 from task_registry.types import PromiseCategory, PromiseVerdict
+from tests.bench_support import refusal
 
 M, T, S, D, N = (
     PromiseCategory.memory,
@@ -150,10 +151,4 @@ def test_bad_input_is_one_line_that_names_it(tmp_path, capsys, repo, since, said
     (tmp_path / "mirror").mkdir()
     argv = ["--mirror", str(tmp_path / "mirror"), "--repo", repo, "--since", since]
     argv += ["--until", "2026-02-01", "--home", str(tmp_path / "home")]
-    try:
-        code = main(argv)
-    except SystemExit as exit_:  # argparse's own error, for what it parses
-        code = exit_.code
-    assert code == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert said in err[-1] and not any("Traceback" in line for line in err)
+    assert said in refusal(main, argv, capsys)
