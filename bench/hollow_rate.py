@@ -16,6 +16,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.args import clone
 from bench.history import (
     HistoricalPR,
     qualifying_prs,
@@ -77,7 +78,7 @@ def check_pr(repo: Path, tree: Path, pr: HistoricalPR) -> HollowOutcome:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("mirror", type=Path)
+    parser.add_argument("mirror", type=clone)
     parser.add_argument("--month", default="2025-06")
     parser.add_argument("--min-lines", type=int, default=1000)
     args = parser.parse_args(argv)
