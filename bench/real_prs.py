@@ -124,17 +124,24 @@ def enough(rows: list[Row], count: int, minutes: float, elapsed: float) -> str:
     ``count`` counts the PRs built (validated, waiting for a GPU runner, or failed), not
     those skipped before building; ``minutes`` (0: none) bounds the wall time of the run,
     from its start, mining included: since one PR's build and validation can take most of
-    an hour, no PR starts that a PR of this run's median wall time (of those that did not
-    stop on an error, where any did not) would carry past it.
+    an hour, no PR starts that a PR of this run's median wall time would carry past it.
+    The median is of the PRs validated, where there are some (one that waits for a GPU
+    runner or stopped on an error took seconds), else of those that did not stop on an
+    error, else of all built.
     """
     built = [r for r in rows if r.built]
     if len(built) >= count:
         return f"stopped: {len(built)} PRs built (--count {count})"
     if not minutes:
         return ""
-    # A build that stopped on an error took seconds, not the hour one that runs through may
-    # take: the expected time is that of the PRs that ran to the end, where there are some.
-    ran = [r for r in built if r.outcome != "error"] or built
+    # A build that stopped on an error, or whose tests all wait for a GPU runner, took
+    # seconds, not the hour a validation may take: the expected time is that of the PRs
+    # validated, where there are some.
+    ran = (
+        [r for r in built if r.outcome == "validated"]
+        or [r for r in built if r.outcome != "error"]
+        or built
+    )
     expected = statistics.median(r.wall_seconds for r in ran) / 60 if ran else 0.0
     if elapsed + expected >= minutes:
         return (

@@ -136,6 +136,10 @@ def test_a_run_stops_at_count_built_prs_or_when_its_minutes_are_spent():
     quick_errors = rows("validated", minutes=20) + rows("error", "error", minutes=0.5)
     assert "a PR takes about 20" in enough(quick_errors, 5, 60, 41)
     assert enough(rows("error", "error", minutes=0.5), 5, 60, 41) == ""
+    # ... nor do PRs whose tests all wait for a GPU runner: built, nothing validated.
+    waiting = rows("validated", minutes=20) + rows(*["waits: nothing runs here"] * 2, minutes=0.5)
+    assert "a PR takes about 20" in enough(waiting, 5, 60, 41)
+    assert enough(rows(*["waits: nothing runs here"] * 2, minutes=0.5), 5, 60, 41) == ""
 
 
 @pytest.mark.parametrize(
