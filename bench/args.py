@@ -1,21 +1,37 @@
-"""Argument types the benches share, so bad input is refused in one line by argparse."""
+"""Argument types the benches share, so bad input is refused in one line by argparse.
+
+Each defers to the check the service itself makes (the miner's for a repository, the
+CLI's for a moment), so a bench and ``probewatch`` refuse the same input alike.
+"""
 
 from __future__ import annotations
 
 import argparse
-import subprocess
+from datetime import datetime
 from pathlib import Path
+
+import typer
+
+from bot.cli.mine import parse_moment
+from pr_miner.sources.git_source import check_repository
+from probewatch.errors import ProbewatchError
 
 
 def clone(value: str) -> Path:
     """A folder git reads as a repository: a clone or a bare mirror."""
     path = Path(value).expanduser()
-    found = subprocess.run(
-        ["git", "-C", str(path), "rev-parse", "--git-dir"], capture_output=True, text=True
-    )
-    if found.returncode != 0:
-        raise argparse.ArgumentTypeError(
-            f"{path} is not a git clone or mirror: pass the folder of one "
-            "(git clone --mirror URL PATH makes one)"
-        )
+    try:
+        check_repository(path)
+    except ProbewatchError as exc:
+        raise argparse.ArgumentTypeError(f"{exc}: pass a clone or a mirror of one") from None
     return path
+
+
+def moment(value: str) -> datetime:
+    """A date (midnight UTC) or an ISO time, as ``probewatch mine --since`` reads it."""
+    try:
+        found = parse_moment(value, "")
+    except typer.BadParameter as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
+    assert found is not None  # a value was given
+    return found

@@ -25,10 +25,11 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import partial
 from pathlib import Path
 
+from bench.args import clone, moment
 from pr_miner.config import MiningConfig
 from pr_miner.mining import mine
 from pr_miner.report import MiningReport
@@ -120,27 +121,22 @@ class Registry:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("path", type=Path, help="clone or bare mirror")
+    parser.add_argument("path", type=clone, help="clone or bare mirror")
     parser.add_argument("--branch", default="main")
     parser.add_argument("--repo", default="bench/repo", help="OWNER/NAME to store under")
-    parser.add_argument("--since", required=True, help="YYYY-MM-DD")
-    parser.add_argument("--until", required=True, help="YYYY-MM-DD (exclusive)")
+    parser.add_argument("--since", type=moment, required=True, help="YYYY-MM-DD")
+    parser.add_argument("--until", type=moment, required=True, help="YYYY-MM-DD (exclusive)")
     parser.add_argument("--core-path", action="append", default=[], help="core source folder")
     parser.add_argument("--exclude", action="append", default=[], help="glob not counted")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
-    try:
-        since, until = (
-            datetime.fromisoformat(v).replace(tzinfo=UTC) for v in (args.since, args.until)
-        )
-    except ValueError as exc:
-        parser.error(f"{exc}: give --since and --until as YYYY-MM-DD")
-    try:  # the clone, the branch and the window, refused in one line before any timing
-        GitSource(args.path, args.branch).scan(ScanRequest(since, until, None))
+    config = MiningConfig(core_paths=tuple(args.core_path), exclude_globs=tuple(args.exclude))
+    try:  # the untimed pass that counts survivors refuses the branch and the window first
+        survivors = scan_and_judge(args.path, args.branch, config, args.since, args.until)
     except ProbewatchError as exc:
         print(f"mine_git: {exc}", file=sys.stderr)
         return 2
-    bench(args, since, until)
+    bench(args, config, survivors)
     return 0
 
 
@@ -150,13 +146,11 @@ def _ratio(value: float, base: float) -> str:
     return f"{value / base:9.2f}" if base > 0 else f"{'-':>9}"
 
 
-def bench(args: argparse.Namespace, since: datetime, until: datetime) -> None:
+def bench(args: argparse.Namespace, config: MiningConfig, survivors: int) -> None:
     """Time git log, the miner and ``mine`` over the window; print the table and the goal."""
-    config = MiningConfig(core_paths=tuple(args.core_path), exclude_globs=tuple(args.exclude))
-
+    since, until = args.since, args.until
     raw_git_log(args.path, args.branch, since, until)  # warm the page cache
     git = best_of(args.repeat, lambda: raw_git_log(args.path, args.branch, since, until))
-    survivors = scan_and_judge(args.path, args.branch, config, since, until)
     miner = best_of(
         args.repeat, lambda: scan_and_judge(args.path, args.branch, config, since, until)
     )
@@ -185,7 +179,7 @@ def bench(args: argparse.Namespace, since: datetime, until: datetime) -> None:
 
     merged = report.funnel[1].count
     print(
-        f"{args.path} ({args.branch}) {args.since} .. {args.until}: "
+        f"{args.path} ({args.branch}) {since:%Y-%m-%d} .. {until:%Y-%m-%d}: "
         f"{report.funnel[0].count} commits, {merged} merged PRs, {survivors} survivors"
     )
     print(f"{'':22}{'wall s':>9}{'cpu s':>9}{'wall x':>9}{'cpu x':>9}")

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from sqlalchemy.engine import Engine
 
+from bench.args import clone, moment
 from bench.verdict_eval import CLAIM_CATEGORIES
 from bot.report.evidence import gaps, survivor_hunks
 from bot.report.ranking import for_the_comment
@@ -412,12 +413,12 @@ def describe_again(home: Path, repo: str, path: Path | None) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mirror", type=Path, required=True, help="a clone or bare mirror")
+    parser.add_argument("--mirror", type=clone, required=True, help="a clone or bare mirror")
     parser.add_argument(
         "--repo", required=True, help="OWNER/NAME, as the example watch file has it"
     )
-    parser.add_argument("--since", required=True)
-    parser.add_argument("--until", required=True)
+    parser.add_argument("--since", type=moment, required=True)
+    parser.add_argument("--until", type=moment, required=True)
     parser.add_argument("--count", type=int, default=10, help="PRs to build and validate")
     parser.add_argument(
         "--minutes",
@@ -443,20 +444,18 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         wanted = {int(n) for n in args.numbers.split(",") if n.strip()}
-        since = datetime.fromisoformat(args.since).replace(tzinfo=UTC)
-        until = datetime.fromisoformat(args.until).replace(tzinfo=UTC)
     except ValueError as exc:
-        parser.error(f"{exc}: give --since and --until as YYYY-MM-DD, --numbers as 12,34")
+        parser.error(f"--numbers: {exc}: give PR numbers as 12,34")
     if args.describe:
         return describe_again(args.home, args.repo, args.json)
     try:
-        return run(args, wanted, since, until)
+        return run(args, wanted)
     except ProbewatchError as exc:  # the mirror, the window, the watch entry: one line
         print(f"real_prs: {exc}", file=sys.stderr)
         return 2
 
 
-def run(args: argparse.Namespace, wanted: set[int], since: datetime, until: datetime) -> int:
+def run(args: argparse.Namespace, wanted: set[int]) -> int:
     """Mine the window, then build and validate its survivors until ``enough`` says stop."""
     settings = load_settings(
         home=args.home,
@@ -473,8 +472,8 @@ def run(args: argparse.Namespace, wanted: set[int], since: datetime, until: date
         repo=args.repo,
         source=GitSource(args.mirror, watched.default_branch),
         config=mining_config(watched),
-        since=since,
-        until=until,
+        since=args.since,
+        until=args.until,
     )
     print(
         f"mined {len(mined.survivors) + len(mined.rejects)} PRs, {len(mined.survivors)} survivors"

@@ -52,6 +52,15 @@ class _Walk:
     incremental: bool
 
 
+def check_repository(path: Path) -> None:
+    """Refuse a folder git does not read as a repository (a clone or a bare mirror)."""
+    if not path.exists():
+        raise NotAGitRepository(f"{path}: no such folder")
+    result = run_git(path, "rev-parse", "--git-dir", check=False)
+    if result.returncode != 0:
+        raise NotAGitRepository(f"{path} is not a git repository (nor a bare mirror)")
+
+
 class GitSource:
     """A ``PRSource`` over a local repository (work tree or bare) and one branch."""
 
@@ -113,11 +122,7 @@ class GitSource:
         )
 
     def _check_repository(self) -> None:
-        if not self.path.exists():
-            raise NotAGitRepository(f"{self.path}: no such folder")
-        result = run_git(self.path, "rev-parse", "--git-dir", check=False)
-        if result.returncode != 0:
-            raise NotAGitRepository(f"{self.path} is not a git repository (nor a bare mirror)")
+        check_repository(self.path)
 
     def _resolve_branch(self) -> str:
         for prefix in REMOTE_PREFIXES:

@@ -21,5 +21,5 @@ from tests.bench_support import refusal
 def test_a_folder_that_is_no_clone_is_refused_before_anything_runs(tmp_path, capsys, main, argv):
     # each ran git in it and ended in a traceback (CalledProcessError, GitError)
     line = refusal(main, [a.format(folder=tmp_path) for a in argv], capsys)
-    assert f"{tmp_path} is not a git clone or mirror" in line
+    assert f"{tmp_path} is not a git repository (nor a bare mirror): pass a clone" in line
     assert not (tmp_path / "home").exists()

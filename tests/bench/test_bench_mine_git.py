@@ -35,7 +35,7 @@ def clone(tmp_path_factory: pytest.TempPathFactory):
         ("empty", [], "is not a git repository"),
         ("clone", ["--branch", "trunk"], "has no branch 'trunk' (branches: main)"),
         ("clone", ["--since", "2027-01-01", "--until", "2027-02-01"], "no commits on main"),
-        ("clone", ["--since", "2025-01"], "give --since and --until as YYYY-MM-DD"),
+        ("clone", ["--since", "2025-01"], "'2025-01' is not a date (YYYY-MM-DD) or ISO time"),
     ],
 )
 def test_bad_input_is_one_line_that_names_it(tmp_path, clone, capsys, where, args, said):

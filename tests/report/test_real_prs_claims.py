@@ -3,6 +3,8 @@ where each surviving patch is shown."""
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
 from bench.real_prs import (
@@ -147,12 +149,14 @@ def test_a_run_stops_at_count_built_prs_or_when_its_minutes_are_spent():
     [
         ("volcengine/verl", "2026-01-01", "is not a git repository"),  # the folder is empty
         ("nobody/none", "2026-01-01", "--repo nobody/none is not in"),
-        ("volcengine/verl", "2026-01", "give --since and --until as YYYY-MM-DD"),
+        ("volcengine/verl", "2026-01", "'2026-01' is not a date (YYYY-MM-DD) or ISO time"),
     ],
 )
 def test_bad_input_is_one_line_that_names_it(tmp_path, capsys, repo, since, said):
     # a traceback, before the miner's own errors were caught at the bench's edge
     (tmp_path / "mirror").mkdir()
+    if "git repository" not in said:  # a repository, so that the refusal is the other input's
+        subprocess.run(["git", "init", "-q", str(tmp_path / "mirror")], check=True)
     argv = ["--mirror", str(tmp_path / "mirror"), "--repo", repo, "--since", since]
     argv += ["--until", "2026-02-01", "--home", str(tmp_path / "home")]
     assert said in refusal(main, argv, capsys)
