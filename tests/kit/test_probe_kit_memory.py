@@ -8,6 +8,7 @@ import torch._dynamo  # an operator under a dispatch mode imports it: same reaso
 
 from probe_builder.kit import KitUsageError, ProbeUnsupported, measure_peak_memory, peak_memory
 from probe_builder.kit.memory import resolve_device
+from tests.kit_support import without_cuda
 
 pytest_plugins = ["pytester"]
 
@@ -62,6 +63,7 @@ def test_cuda_peak():
 """
 
 
+@without_cuda
 def test_cuda_peak_on_a_cpu_only_torch_is_skipped_with_its_reason_not_read_as_zero(
     pytester: pytest.Pytester,
 ) -> None:
@@ -121,5 +123,6 @@ def test_measure_peak_memory_warms_up_so_one_time_initialisation_is_not_counted(
     assert measure_peak_memory(lazily_initialised, device="cpu", warmup=0).peak_bytes >= 400_000
 
 
+@without_cuda
 def test_auto_device_is_cpu_on_a_cpu_only_torch() -> None:
     assert resolve_device("auto") == "cpu"

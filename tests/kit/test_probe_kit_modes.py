@@ -12,6 +12,7 @@ from probe_builder.kit import (
     compile_check,
     graph_replay_check,
 )
+from tests.kit_support import without_cuda
 
 pytest_plugins = ["pytester"]
 
@@ -95,6 +96,7 @@ def test_replay_on_new_inputs():
 """
 
 
+@without_cuda
 def test_graph_replay_check_is_skipped_with_its_reason_where_there_is_no_cuda(
     pytester: pytest.Pytester,
 ) -> None:
@@ -104,6 +106,7 @@ def test_graph_replay_check_is_skipped_with_its_reason_where_there_is_no_cuda(
     result.stdout.fnmatch_lines(["*SKIPPED*graph_replay_check needs a CUDA device*"])
 
 
+@without_cuda
 def test_graph_replay_check_raises_unsupported_on_a_cpu_only_torch() -> None:
     with pytest.raises(ProbeUnsupported):
         graph_replay_check(torch.sin, lambda i: (torch.full((2,), float(i)),))

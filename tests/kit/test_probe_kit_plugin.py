@@ -7,6 +7,7 @@ import json
 import pytest
 
 from probe_builder.kit import ProbeNeeds, file_needs, needs_from_source, unsupported_reason
+from tests.kit_support import without_cuda
 
 pytest_plugins = ["pytester"]
 
@@ -37,6 +38,7 @@ def test_needs_nvlink(nvlink):
 """
 
 
+@without_cuda
 def test_probes_needing_missing_hardware_are_skipped_with_their_reason(
     pytester: pytest.Pytester,
 ) -> None:
