@@ -8,11 +8,17 @@ observable: ``measure="flops"`` counts floating-point operations with torch's
 flop counter, and any zero-argument callable returning a monotone counter
 (kernel launches, tokens processed) can be given instead. Work counts are
 deterministic; a ratio of them needs no tolerance for noise.
+
+GPU work is asynchronous: a CUDA call returns once its kernel is queued, so a
+clock read around it times the launch, not the kernel. Where CUDA is in use,
+each wall-clock sample waits for the device before it starts and before it
+stops, and so counts the kernels the call queued.
 """
 
 from __future__ import annotations
 
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -81,9 +87,18 @@ def _sampler(measure: Measure) -> tuple[Callable[[Callable[[], Any]], float], st
 
 
 def _wall_seconds(fn: Callable[[], Any]) -> float:
+    _wait_for_device()
     start = time.perf_counter()
     fn()
+    _wait_for_device()
     return time.perf_counter() - start
+
+
+def _wait_for_device() -> None:
+    """Let queued CUDA kernels finish; nothing where the process has not used CUDA."""
+    torch = sys.modules.get("torch")  # a probe that never imported torch launched no kernel
+    if torch is not None and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
 
 
 def _flops(fn: Callable[[], Any]) -> float:

@@ -55,6 +55,31 @@ def test_wall_clock_medians_order_a_slow_candidate_after_a_fast_baseline() -> No
     assert result.ratio > 4  # 20x nominal: a loaded runner still leaves a wide margin
 
 
+class _AsyncDevice:
+    """A stand-in for a GPU's queue: a call enqueues its kernel and returns; synchronize runs them."""
+
+    def __init__(self) -> None:
+        self.queue: list[float] = []
+
+    def launch(self, seconds: float) -> None:
+        self.queue.append(seconds)
+
+    def synchronize(self, device: object = None) -> None:
+        while self.queue:
+            time.sleep(self.queue.pop())
+
+
+def test_wall_clock_on_an_asynchronous_device_counts_the_queued_kernels_not_the_launch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    device = _AsyncDevice()
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.cuda, "synchronize", device.synchronize)
+    result = time_ratio(lambda: device.launch(0.002), lambda: device.launch(0.04), repeats=5)
+    # Timing the launches alone gives about 1: both return at once.
+    assert result.ratio > 4
+
+
 def test_a_work_counter_callable_is_read_around_each_call() -> None:
     work = {"tokens": 0}
 
