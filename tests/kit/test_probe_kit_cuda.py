@@ -11,20 +11,27 @@ from __future__ import annotations
 import pytest
 import torch  # imported before any in-process pytester run: torch cannot be imported twice
 import torch._dynamo  # an operator under a dispatch mode imports it: same reason
+import torch.distributed as dist
 
 from probe_builder.kit import (
     CompileCheckFailed,
     GraphReplayMismatch,
+    comm_ledger,
     compile_check,
     graph_replay_check,
     measure_peak_memory,
     peak_memory,
+    run_ranks,
     time_ratio,
 )
 from probe_builder.kit.memory import resolve_device
 from tests.kit_support import needs_cuda
 
 pytestmark = needs_cuda
+
+pytest_plugins = ["pytester"]
+
+PLUGIN_ARGS = ("-p", "probe_builder.kit.plugin", "-p", "no:probewatch_probes")
 
 MEGABYTE = 1 << 20
 
@@ -105,3 +112,43 @@ def test_wall_clock_ratio_counts_kernel_time_not_launch_time() -> None:
     # About 2 * 8192**3 flops against 2 * 256**3: the same one launch, a far longer kernel.
     result = time_ratio(lambda: small @ small, lambda: large @ large, warmup=2, repeats=7)
     assert result.ratio > 5  # 15.6 to 50 on an H200; timing the launches alone gave 1.04
+
+
+def all_reduce_on_cuda(rank: int, world_size: int) -> tuple[float, int, int]:
+    """One NCCL all-reduce of 1,024 float32s on this rank's GPU, under a ledger."""
+    tensor = torch.full((1024,), float(rank + 1), device="cuda")
+    with comm_ledger() as ledger:
+        dist.all_reduce(tensor)
+    torch.cuda.synchronize()
+    return tensor[0].item(), ledger.count("all_reduce"), ledger.bytes("all_reduce")
+
+
+def test_the_ledger_counts_an_nccl_all_reduce_of_cuda_tensors() -> None:
+    [(value, calls, sent)] = run_ranks(all_reduce_on_cuda, world_size=1, backend="nccl")
+    assert (value, calls, sent) == (1.0, 1, 1024 * 4)
+
+
+def test_a_probe_asks_for_one_gpu_more_than_the_machine_has_and_is_skipped_saying_so(
+    pytester: pytest.Pytester,
+) -> None:
+    here = torch.cuda.device_count()
+    pytester.makepyfile(
+        test_needs=f"""
+import pytest
+import torch
+
+@pytest.mark.probe_gpu({here + 1})
+def test_more_gpus():
+    pass
+
+@pytest.mark.probe_gpu({here})
+@pytest.mark.probe_cuda_graph
+def test_these_gpus():
+    assert torch.cuda.device_count() == {here}
+"""
+    )
+    result = pytester.runpytest(*PLUGIN_ARGS, "--strict-markers", "-rs")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(
+        [f"*SKIPPED*needs {here + 1} CUDA GPU(s); this machine has {here}*"]
+    )
