@@ -981,12 +981,18 @@ def _helper_calls(
                 yield helper, node
 
 
+HELPER_DEPTH = 3  # helpers of helpers seen through, counting the one the test calls
+
+
 def _through_helpers(
     sites: list[AssertionSite], functions: dict[str, ast.AST], module: dict[str, set[str]]
 ) -> list[AssertionSite]:
-    """An assertion on a helper's result depends on what the helper uses, and a name the
-    module binds on what it is built from."""
-    inside = {name: mentioned_names(node) for name, node in functions.items()}
+    """An assertion on a helper's result depends on what the helper uses (through the
+    helpers it calls), and a name the module binds on what it is built from."""
+    inside = {name: mentioned_names(node) - {name} for name, node in functions.items()}
+    for _ in range(HELPER_DEPTH - 1):  # a helper's result built by another helper
+        for names in inside.values():
+            names |= {d for n in names & inside.keys() for d in inside[n]}
     widened = []
     for site in sites:
         names = set(site.depends_on)

@@ -1480,3 +1480,44 @@ def test_a_state_promise_linked_to_nothing_is_checked_by_a_save_and_load_of_chan
     assert _verdict(PromiseCategory.state, quote, code) is verdict
     # a functional promise is not checked by the round trip's shape alone
     assert _verdict(PromiseCategory.functional, quote, code) is PromiseVerdict.exercised
+
+
+GRID_HELPER_TEST = """
+from pkg import add_grid_args, make_parser
+
+
+def _parser():
+    parser = make_parser()
+    {helper_body}
+    return parser
+
+
+def _parsed(argv):
+    return _parser().parse_args(argv)
+
+
+def test_grid_sizes_are_read():
+    {test_body}
+    args = _parsed(["--grid", "4x4"])
+    assert args.grid == (4, 4)
+"""
+
+
+@pytest.mark.parametrize(
+    ("helper_body", "test_body", "verdict"),
+    [
+        # the helper of the test's helper calls the changed function: the value asserted is
+        # computed from it
+        ("add_grid_args(parser)", "pass", PromiseVerdict.checked),
+        # the test calls it, but the value asserted comes from a helper that does not
+        ("pass", "add_grid_args(make_parser())", PromiseVerdict.exercised),
+    ],
+)
+def test_a_value_a_test_gets_through_its_helpers_is_computed_from_what_they_call(
+    helper_body, test_body, verdict
+):
+    code = _code(
+        GRID_HELPER_TEST.format(helper_body=helper_body, test_body=test_body), "add_grid_args"
+    )
+    quote = "Add `add_grid_args` for heterogeneous grid sizes"
+    assert _verdict(PromiseCategory.functional, quote, code) is verdict
