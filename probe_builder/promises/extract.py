@@ -334,8 +334,8 @@ def _said(category: PromiseCategory, said: set[PromiseCategory]) -> bool:
 def _docs_only(title: str) -> bool:
     """A docs or CI title, unless another of its clauses names code work ("improve docs, fix
     X and optimize Y"): that clause promises like any title. So is a title every clause of
-    which is about the PR's tests or tidying ("Perf tests", "limit ruff checks and enable push
-    tests")."""
+    which is about the PR's tests or tidying ("Perf tests", "lint fewer files and run the
+    tests on push")."""
     clauses = TITLE_CLAUSE.split(clean_title(title))
     if all(HOUSEKEEPING_CLAUSE.search(c) or DOCS_ONLY_TITLE.search(c) for c in clauses):
         return True
