@@ -478,8 +478,20 @@ def run(args: argparse.Namespace, wanted: set[int]) -> int:
     print(
         f"mined {len(mined.survivors) + len(mined.rejects)} PRs, {len(mined.survivors)} survivors"
     )
+    survivors = candidates(engine, args.repo, 10_000 if wanted else args.count)
+    missing = sorted(wanted - {c.number for c in survivors})
+    if missing:  # a PR merged outside the window, or one the miner rejected
+        named = ", ".join(f"#{n}" for n in missing)
+        print(
+            f"real_prs: --numbers {named}: not among the {len(survivors)} survivors of "
+            f"{args.repo} in {args.home}: pass PRs the miner kept (`probewatch candidates list "
+            f"--repo {args.repo}` with PROBEWATCH_HOME={args.home} names them)",
+            file=sys.stderr,
+        )
+        if len(missing) == len(wanted):
+            return 2
     rows: list[Row] = []
-    for candidate in candidates(engine, args.repo, 10_000 if wanted else args.count):
+    for candidate in survivors:
         if wanted and candidate.number not in wanted:
             continue
         stop = enough(rows, args.count, args.minutes, (time.monotonic() - started) / 60)

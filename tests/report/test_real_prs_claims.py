@@ -3,6 +3,7 @@ where each surviving patch is shown."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 
 import pytest
@@ -160,3 +161,21 @@ def test_bad_input_is_one_line_that_names_it(tmp_path, capsys, repo, since, said
     argv = ["--mirror", str(tmp_path / "mirror"), "--repo", repo, "--since", since]
     argv += ["--until", "2026-02-01", "--home", str(tmp_path / "home")]
     assert said in refusal(main, argv, capsys)
+
+
+def test_numbers_the_window_did_not_keep_are_named_in_one_line(tmp_path, capsys):
+    # an empty table and exit 0 before: a PR outside the window or rejected ran nothing, silently
+    mirror = tmp_path / "mirror"
+    subprocess.run(["git", "init", "-q", "-b", "main", str(mirror)], check=True)
+    (mirror / "a.py").write_text("x = 1\n")
+    dated = {**os.environ, "GIT_AUTHOR_DATE": "2026-01-05T00:00:00Z"}
+    dated["GIT_COMMITTER_DATE"] = dated["GIT_AUTHOR_DATE"]
+    for args in (
+        ["add", "a.py"],
+        ["-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm", "Add a (#12)"],
+    ):
+        subprocess.run(["git", "-C", str(mirror), *args], check=True, env=dated)
+    argv = ["--mirror", str(mirror), "--repo", "volcengine/verl", "--since", "2026-01-01"]
+    argv += ["--until", "2026-02-01", "--home", str(tmp_path / "home"), "--numbers", "12,34"]
+    said = refusal(main, argv, capsys)
+    assert "--numbers #12, #34: not among the 0 survivors of volcengine/verl" in said
