@@ -25,7 +25,7 @@ from probe_builder.kit import (
     time_ratio,
 )
 from probe_builder.kit.memory import resolve_device
-from tests.kit_support import needs_cuda
+from tests.kit.support import needs_cuda
 
 pytestmark = needs_cuda
 

@@ -8,7 +8,7 @@ import torch._dynamo  # an operator under a dispatch mode imports it: same reaso
 
 from probe_builder.kit import KitUsageError, ProbeUnsupported, measure_peak_memory, peak_memory
 from probe_builder.kit.memory import resolve_device
-from tests.kit_support import without_cuda
+from tests.kit.support import without_cuda
 
 pytest_plugins = ["pytester"]
 

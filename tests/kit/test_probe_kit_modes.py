@@ -12,7 +12,7 @@ from probe_builder.kit import (
     compile_check,
     graph_replay_check,
 )
-from tests.kit_support import without_cuda
+from tests.kit.support import without_cuda
 
 pytest_plugins = ["pytester"]
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from probe_builder.kit import ProbeNeeds, file_needs, needs_from_source, unsupported_reason
-from tests.kit_support import without_cuda
+from tests.kit.support import without_cuda
 
 pytest_plugins = ["pytester"]
 
