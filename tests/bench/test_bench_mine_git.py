@@ -2,31 +2,15 @@
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 
 from bench.mine_git import main
-from tests.bench_support import refusal
+from tests.bench_support import dated_clone, refusal
 
 
 @pytest.fixture(scope="module")
 def clone(tmp_path_factory: pytest.TempPathFactory):
-    path = tmp_path_factory.mktemp("clone")
-    env = {
-        "GIT_AUTHOR_DATE": "2025-01-02T00:00:00Z",
-        "GIT_COMMITTER_DATE": "2025-01-02T00:00:00Z",
-        "GIT_AUTHOR_NAME": "a",
-        "GIT_AUTHOR_EMAIL": "a@example.com",
-        "GIT_COMMITTER_NAME": "a",
-        "GIT_COMMITTER_EMAIL": "a@example.com",
-        "PATH": "/usr/bin:/bin",
-    }
-    subprocess.run(["git", "init", "-q", "-b", "main", str(path)], check=True, env=env)
-    (path / "a.py").write_text("x = 1\n")
-    subprocess.run(["git", "-C", str(path), "add", "a.py"], check=True, env=env)
-    subprocess.run(["git", "-C", str(path), "commit", "-qm", "one"], check=True, env=env)
-    return path
+    return dated_clone(tmp_path_factory.mktemp("clone"), "one", "2025-01-02T00:00:00Z")
 
 
 @pytest.mark.parametrize(

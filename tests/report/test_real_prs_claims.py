@@ -3,7 +3,6 @@ where each surviving patch is shown."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 
 import pytest
@@ -23,7 +22,7 @@ from bench.real_prs import (
 )
 from task_registry.coverage import AdversarialCoverage, CoverageTable, PromiseCoverage
 from task_registry.types import PromiseCategory, PromiseVerdict
-from tests.bench_support import refusal
+from tests.bench_support import dated_clone, refusal
 
 M, T, S, D, N = (
     PromiseCategory.memory,
@@ -165,16 +164,7 @@ def test_bad_input_is_one_line_that_names_it(tmp_path, capsys, repo, since, said
 
 def test_numbers_the_window_did_not_keep_are_named_in_one_line(tmp_path, capsys):
     # an empty table and exit 0 before: a PR outside the window or rejected ran nothing, silently
-    mirror = tmp_path / "mirror"
-    subprocess.run(["git", "init", "-q", "-b", "main", str(mirror)], check=True)
-    (mirror / "a.py").write_text("x = 1\n")
-    dated = {**os.environ, "GIT_AUTHOR_DATE": "2026-01-05T00:00:00Z"}
-    dated["GIT_COMMITTER_DATE"] = dated["GIT_AUTHOR_DATE"]
-    for args in (
-        ["add", "a.py"],
-        ["-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm", "Add a (#12)"],
-    ):
-        subprocess.run(["git", "-C", str(mirror), *args], check=True, env=dated)
+    mirror = dated_clone(tmp_path / "mirror", "Add a (#12)", "2026-01-05T00:00:00Z")
     argv = ["--mirror", str(mirror), "--repo", "volcengine/verl", "--since", "2026-01-01"]
     argv += ["--until", "2026-02-01", "--home", str(tmp_path / "home"), "--numbers", "12,34"]
     said = refusal(main, argv, capsys)
