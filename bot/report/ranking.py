@@ -40,8 +40,10 @@ SUPPRESS_AFTER = 5
 SUPPRESS_BELOW = 0.35
 
 # How often a surviving edit of this kind shows a real gap, by judgement alone: deleting a
-# reset or a collective matters more than nudging a constant.
+# reset or a collective, or holding what the PR frees, matters more than nudging a constant.
 JUDGED_PRIOR: Mapping[str, float] = {
+    "keep_alive": 0.7,
+    "repeat_collective": 0.7,
     "delete_call": 0.7,
     "bypass_cache": 0.7,
     "mean_sum": 0.65,
@@ -60,6 +62,8 @@ JUDGED_PRIOR: Mapping[str, float] = {
 # labelled), rounded to two places. An operator with no dev label keeps its judgement.
 # The holdout split never moves it.
 OPERATOR_PRIOR: Mapping[str, float] = {
+    "keep_alive": 0.7,
+    "repeat_collective": 0.7,
     "delete_call": 0.7,
     "bypass_cache": 0.7,
     "mean_sum": 0.6,

@@ -7,7 +7,10 @@ the operators in priority order so one file does not yield seven constant
 tweaks. Each mutant is the whole golden patch with one edit, written as a
 diff against the base so ``git apply`` takes it like any other patch, and
 records its operator, location and the promise category it most likely
-breaks. Same input, same mutants.
+breaks. Two operators break a resource and no result (a released reference kept
+alive: memory; an idempotent collective run twice: traffic), so a promise of that
+resource has an adversarial on a machine that cannot run a probe of it, and a
+surviving one shows the PR's tests do not watch it. Same input, same mutants.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from probe_builder.adversarial.mutation_ops import (
     arid_lines,
     early_return,
     expression_candidates,
+    keep_alive,
     statement_candidates,
 )
 from probe_builder.gitio import TreeReader
@@ -35,6 +39,8 @@ DEFAULT_MAX_PER_FILE = 7
 
 # Earlier = tried first on a line, and first in the per-file round-robin.
 OPERATOR_PRIORITY: tuple[MutationOperator, ...] = (
+    MutationOperator.repeat_collective,
+    MutationOperator.keep_alive,
     MutationOperator.bypass_cache,
     MutationOperator.mean_sum,
     MutationOperator.drop_division,
@@ -60,7 +66,12 @@ OPERATOR_CATEGORY: dict[MutationOperator, PromiseCategory] = {
     MutationOperator.early_return: PromiseCategory.state,
     MutationOperator.drop_clone: PromiseCategory.state,
     MutationOperator.bypass_cache: PromiseCategory.state,
+    MutationOperator.keep_alive: PromiseCategory.memory,
+    MutationOperator.repeat_collective: PromiseCategory.traffic,
 }
+# Operators that break one resource and leave every result as it was: their category is the
+# resource, whatever the mutated line's words say.
+RESOURCE_OPERATORS = frozenset({MutationOperator.keep_alive, MutationOperator.repeat_collective})
 
 # What the mutated code is about overrides the operator's default, first match wins.
 CATEGORY_HINTS: tuple[tuple[re.Pattern[str], PromiseCategory], ...] = (
@@ -134,6 +145,16 @@ def _statements_on(tree: ast.AST, line: int) -> Iterable[ast.stmt]:
 
 def _line_candidates(source: Source, line: int) -> list[Candidate]:
     found: list[Candidate] = []
+    enclosing = [
+        s
+        for s in _statements_on(source.tree, line)
+        if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) and s.lineno < line
+    ]
+    if enclosing:
+        innermost = max(enclosing, key=lambda f: f.lineno)
+        kept = keep_alive(source, innermost, line)
+        if kept is not None:
+            found.append(kept)
     for stmt in _statements_on(source.tree, line):
         found.extend(statement_candidates(source, stmt, line))
         if stmt.lineno == line:
@@ -196,6 +217,8 @@ def _round_robin(candidates: Sequence[Candidate], limit: int) -> list[Candidate]
 
 
 def _category(source: Source, candidate: Candidate) -> PromiseCategory:
+    if candidate.operator in RESOURCE_OPERATORS:
+        return OPERATOR_CATEGORY[candidate.operator]
     context = source.line_text(candidate.line) + " " + candidate.description
     for pattern, category in CATEGORY_HINTS:
         if pattern.search(context):

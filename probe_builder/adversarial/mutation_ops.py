@@ -30,6 +30,8 @@ class MutationOperator(StrEnum):
     early_return = "early_return"
     drop_clone = "drop_clone"
     bypass_cache = "bypass_cache"
+    keep_alive = "keep_alive"
+    repeat_collective = "repeat_collective"
 
 
 # Calls whose deletion most often breaks a promise (state, memory, traffic, numerics).
@@ -44,6 +46,21 @@ LOGGING_CALL = re.compile(
     r"^(print|pprint|breakpoint)$|(^|\.)(_?logger|_?log|logging|LOG|LOGGER|warnings|console)\."
     r"|\.(debug|info|warning|warn|error|exception|critical|log_metrics)$|^tqdm\.write$"
 )
+# Collectives that leave every rank's tensors as they were when run twice (the source sends
+# the same data again): a second call is what an adversarial of a traffic promise adds.
+IDEMPOTENT_COLLECTIVES = frozenset(
+    {
+        "broadcast",
+        "broadcast_object_list",
+        "all_gather",
+        "all_gather_into_tensor",
+        "all_gather_object",
+        "_all_gather_base",
+    }
+)
+# Where a function first gives an object its attributes: releasing one there releases nothing.
+CONSTRUCTORS = frozenset({"__init__", "__post_init__", "__new__", "setUp", "setup_method"})
+KEPT = "_probewatch_kept"  # the module-level list a keep_alive mutant appends to
 CACHE_NAME = re.compile(r"cache|memo|_hits?\b|lookup", re.I)
 NORMALISER_NAME = re.compile(r"size|count|world|num|len|total|denom|n_|scale|steps", re.I)
 ARID_FUNCTIONS = {"__repr__", "__str__", "__format__", "__rich_repr__", "__hash__", "extra_repr"}
@@ -361,6 +378,27 @@ def _delete_call(source: Source, stmt: ast.Expr) -> Candidate | None:
     )
 
 
+def _repeat_collective(source: Source, stmt: ast.Expr) -> Candidate | None:
+    """An idempotent collective run twice: every rank ends as before, with twice the bytes
+    sent (a traffic promise broken and nothing else)."""
+    if not isinstance(stmt.value, ast.Call):
+        return None
+    name = call_name(stmt.value) or source.segment(stmt.value.func)
+    if name.rsplit(".", 1)[-1] not in IDEMPOTENT_COLLECTIVES:
+        return None
+    start, end = source.span(stmt)
+    text = source.text[start:end]
+    return Candidate(
+        MutationOperator.repeat_collective,
+        stmt.lineno,
+        start,
+        end,
+        f"{text}; {text}",
+        f"run {name}() twice",
+        critical=True,
+    )
+
+
 def _force_branch(source: Source, stmt: ast.If | ast.While) -> Candidate | None:
     if isinstance(stmt, ast.While):
         return None
@@ -408,7 +446,7 @@ def statement_candidates(source: Source, stmt: ast.stmt, line: int) -> Iterator[
     if stmt.lineno != line:
         return
     if isinstance(stmt, ast.Expr):
-        found = _delete_call(source, stmt)
+        found = _repeat_collective(source, stmt) or _delete_call(source, stmt)
     elif isinstance(stmt, ast.If | ast.While):
         found = _force_branch(source, stmt)
     elif isinstance(stmt, ast.AugAssign) and type(stmt.op) in _AUGOP_TOKEN:
@@ -447,4 +485,81 @@ def early_return(
                 f"{indent}return\n",
                 "return before this statement",
             )
+    return None
+
+
+HELD_TARGETS = (ast.Name, ast.Attribute, ast.Subscript)
+
+
+def _released(stmt: ast.stmt) -> list[ast.expr]:
+    """What ``stmt`` lets go of: the targets of ``del``, or of ``... = None``."""
+    if isinstance(stmt, ast.Delete):
+        found: list[ast.expr] = []
+        for target in stmt.targets:
+            found.extend(target.elts if isinstance(target, ast.Tuple | ast.List) else [target])
+        return found
+    if (
+        isinstance(stmt, ast.Assign)
+        and isinstance(stmt.value, ast.Constant)
+        and stmt.value.value is None
+    ):
+        return list(stmt.targets)
+    return []
+
+
+def _bound_before(function: ast.FunctionDef | ast.AsyncFunctionDef, name: str, line: int) -> bool:
+    """``name`` is a parameter of ``function`` or given a value other than None above ``line``."""
+    arguments = function.args
+    params = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+    params += [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
+    if any(a.arg == name for a in params):
+        return True
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign) and node.lineno < line:
+            if isinstance(node.value, ast.Constant) and node.value.value is None:
+                continue
+            targets = [t for target in node.targets for t in ast.walk(target)]
+            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                return True
+        elif isinstance(node, ast.For | ast.With | ast.AugAssign | ast.AnnAssign) and (
+            node.lineno < line
+        ):
+            stored = [n for n in ast.walk(node) if isinstance(n, ast.Name)]
+            if any(n.id == name and isinstance(n.ctx, ast.Store) for n in stored):
+                return True
+    return False
+
+
+def keep_alive(
+    source: Source, function: ast.FunctionDef | ast.AsyncFunctionDef, line: int
+) -> Candidate | None:
+    """A reference the function releases on ``line`` (``del x``, ``self.buf = None``) kept
+    in a module-level list instead: the code computes the same, and the memory stays held
+    across calls (a memory promise broken and nothing else). Not in a constructor, where
+    ``= None`` gives an attribute its first value, nor for a name with no earlier value."""
+    if function.name in CONSTRUCTORS:
+        return None
+    own = [
+        n
+        for n in ast.walk(function)
+        if isinstance(n, ast.Delete | ast.Assign) and n.lineno == line and source.starts_line(n)
+    ]
+    for stmt in own:
+        targets = _released(stmt)
+        if not targets or not all(isinstance(t, HELD_TARGETS) for t in targets):
+            continue
+        names = [t.id for t in targets if isinstance(t, ast.Name)]
+        unbound = [n for n in names if not _bound_before(function, n, line)]
+        if isinstance(stmt, ast.Assign) and unbound:
+            continue
+        kept = ", ".join(source.segment(t) for t in targets)
+        at = source.span(stmt)[0]
+        return Candidate(
+            MutationOperator.keep_alive,
+            line,
+            at,
+            at,
+            f'globals().setdefault("{KEPT}", []).extend(({kept},)); ',
+            f"keep {kept} alive instead of releasing it",
+        )
     return None

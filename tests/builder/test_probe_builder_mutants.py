@@ -57,6 +57,13 @@ BASE = "def f(x, n):\n    y = x / n\n    return y\n"
             MutationOperator.force_branch,
             PromiseCategory.mode,
         ),
+        ("    del x\n", MutationOperator.keep_alive, PromiseCategory.memory),
+        ("    self._cache = None\n", MutationOperator.keep_alive, PromiseCategory.memory),
+        (
+            "    torch.distributed.broadcast(x, 0)\n",
+            MutationOperator.repeat_collective,
+            PromiseCategory.traffic,
+        ),
     ],
 )
 def test_each_operator_mutates_an_added_line_and_names_its_category(
@@ -300,3 +307,80 @@ def test_a_value_that_also_leaves_the_metrics_is_mutated(tmp_path, escape: str) 
     base = "def f(mask, out, stored, self_log):\n    return {}\n"
     _, mutants = _mutants(tmp_path, base, head)
     assert _operators_on(mutants, "    valid = mask.sum(dim=-1) > 0", head)
+
+
+HOLDER = """import weakref
+
+
+class Buffers:
+    def __init__(self):
+        self.staging = None
+
+    def flush(self, data):
+        self.staging = [x * 2 for x in data]
+        total = sum(self.staging)
+        self.staging = None
+        return total
+
+
+def drain(data):
+    scratch = [x + 1 for x in data]
+    out = sum(scratch)
+    del scratch
+    return out
+"""
+
+
+def test_keep_alive_holds_what_the_patch_releases_and_computes_the_same(tmp_path) -> None:
+    import importlib.util
+    import sys
+
+    base = "class Buffers:\n    pass\n\n\ndef drain(data):\n    return 0\n"
+    pr, mutants = _mutants(tmp_path, base, HOLDER)
+    kept = [m for m in mutants if m.operator is MutationOperator.keep_alive]
+    assert {(m.line, m.promise_category) for m in kept} == {
+        (11, PromiseCategory.memory),
+        (18, PromiseCategory.memory),
+    }  # not the constructor's first value of the attribute (line 6)
+    for index, mutant in enumerate(kept):
+        where = pr.apply(mutant.patch, tmp_path / f"kept{index}")
+        spec = importlib.util.spec_from_file_location(f"kept{index}", where / "m.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules.pop(spec.name, None)
+        spec.loader.exec_module(module)
+        assert module.Buffers().flush([1, 2]) == 6 and module.drain([1, 2]) == 5
+        held = vars(module)["_probewatch_kept"]
+        assert held in ([[2, 4]], [[2, 3]])  # the released list, still referenced
+
+
+def test_keep_alive_needs_a_value_to_hold(tmp_path) -> None:
+    base = "def f(x):\n    return x\n"
+    head = "def f(x):\n    y = None\n    if x:\n        y = x\n    return y\n"
+    _, mutants = _mutants(tmp_path, base, head)
+    assert MutationOperator.keep_alive not in {m.operator for m in mutants}
+
+
+def test_a_collective_run_twice_leaves_the_result_and_doubles_the_calls(tmp_path) -> None:
+    base = "def sync(dist, t):\n    return t\n"
+    head = (
+        "def sync(dist, t):\n    dist.broadcast(t, src=0)\n    dist.all_reduce(t)\n    return t\n"
+    )
+    pr, mutants = _mutants(tmp_path, base, head)
+    assert [(m.line, m.operator) for m in mutants] == [
+        (2, MutationOperator.repeat_collective),
+        (3, MutationOperator.delete_call),  # summing twice changes the values: not repeated
+    ]
+    calls: list[str] = []
+
+    class Dist:
+        def broadcast(self, t, src):
+            calls.append("broadcast")
+
+        def all_reduce(self, t):
+            calls.append("all_reduce")
+
+    namespace: dict[str, object] = {}
+    exec((pr.apply(mutants[0].patch, tmp_path / "twice") / "m.py").read_text(), namespace)
+    assert namespace["sync"](Dist(), 3) == 3  # type: ignore[operator]
+    assert calls == ["broadcast", "broadcast", "all_reduce"]

@@ -281,15 +281,23 @@ IN_PLACE = ("        meter.seen += len(xs)", "        meter.seen += 2 * len(xs)"
 # Its effect goes to a global no fingerprint reads: the replay cannot tell the golden
 # function from the pre-change one, so it vouches for nothing there.
 UNSEEN = ("    SEEN.append(len(xs))", "    pass")
+# Holds the input for good and returns the same: only memory tells it apart, so a replay of
+# its outputs would call it equivalent.
+HELD = (
+    "    return sum(abs(x) for x in xs) * 2",
+    '    globals().setdefault("_probewatch_kept", []).extend((xs,)); '
+    "return sum(abs(x) for x in xs) * 2",
+)
 
 
-def _calc_variant(pr: FixturePR, number: int, edit: tuple[str, str]) -> Variant:
+def _calc_variant(pr: FixturePR, number: int, edit: tuple[str, str], operator: str = "") -> Variant:
     from probe_builder.material.diffs import render_file_diff
 
     line = CALC.splitlines().index(edit[0]) + 1
     mutated = CALC.replace(edit[0] + "\n", edit[1] + "\n")
     base = CALC_BASE["pkg/calc.py"]
-    return Variant(str(number), render_file_diff("pkg/calc.py", base, mutated), "pkg/calc.py", line)
+    diff = render_file_diff("pkg/calc.py", base, mutated)
+    return Variant(str(number), diff, "pkg/calc.py", line, operator)
 
 
 def test_a_survivor_equal_on_every_input_is_set_aside_and_one_an_edge_tells_apart_is_kept(
@@ -309,6 +317,8 @@ def test_a_survivor_equal_on_every_input_is_set_aside_and_one_an_edge_tells_apar
         (_calc_variant(pr, n, edit), SurvivorVerdict(str(n), True, Selection.covering, tests))
         for n, edit in enumerate((EDGE_ONLY, NEVER, IN_PLACE, UNSEEN), 1)
     ]
+    held = _calc_variant(pr, 5, HELD, "keep_alive")
+    survivors.append((held, SurvivorVerdict("5", True, Selection.covering, tests)))
     runner = runner_for(tmp_path / "runs")
 
     replayed = replay_survivors(spec, survivors, runner)
@@ -325,4 +335,5 @@ def test_a_survivor_equal_on_every_input_is_set_aside_and_one_an_edge_tells_apar
     assert replace(quiet, diverged=("recorded input 1",)).equivalent
     equivalent = likely_equivalent(spec, survivors, runner)
     assert list(equivalent) == ["2"] and "likely equivalent: total" in equivalent["2"]
+    assert "5" not in replayed  # held memory: the same outputs are what it is made to give
     assert not list((tmp_path / "runs").glob("replay-*"))  # the recordings are removed
