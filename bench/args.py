@@ -35,3 +35,16 @@ def moment(value: str) -> datetime:
         raise argparse.ArgumentTypeError(exc.message) from None
     assert found is not None  # a value was given
     return found
+
+
+def positive(value: str) -> int:
+    """A whole number of at least 1 (a count, a size threshold)."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a whole number: give one like 500"
+        ) from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{number} is below 1: give 1 or more")
+    return number

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from sqlalchemy.engine import Engine
 
-from bench.args import clone, moment
+from bench.args import clone, moment, positive
 from bench.verdict_eval import CLAIM_CATEGORIES
 from bot.report.evidence import gaps, survivor_hunks
 from bot.report.ranking import for_the_comment
@@ -353,7 +353,11 @@ def mark_shown(places: list[dict[str, object]], report: ReportInput) -> None:
             place["rank"] = order[str(place["id"])]
 
 
-def watched_entry(repo: str, mirror: Path, conventions: str) -> tuple[WatchedRepo, object]:
+def watched_entry(
+    repo: str, mirror: Path, conventions: str, min_lines: int | None = None
+) -> tuple[WatchedRepo, object]:
+    """The example watch file's entry for ``repo`` on ``mirror``; ``conventions`` "none"
+    tries every test on CPU, ``min_lines`` replaces the entry's size threshold."""
     watch = load_watch_file(example_watch_file())
     entry = watch.find(repo)
     if entry is None:
@@ -363,6 +367,8 @@ def watched_entry(repo: str, mirror: Path, conventions: str) -> tuple[WatchedRep
             "add an entry for it there, or pass one of those"
         )
     watched = entry.model_copy(update={"git": mirror})
+    if min_lines is not None:  # smaller PRs too: a promise is not made only in large ones
+        watched = watched.model_copy(update={"size_threshold": min_lines})
     if conventions == "none":  # try every test on CPU: how many really run there
         tests = watched.tests.model_copy(
             update={"cpu_globs": [], "gpu_paths": [], "cpu_marker": None}
@@ -431,6 +437,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--override", action="append", default=[], help="a runner pin")
     parser.add_argument("--find-links", type=Path, action="append", default=[])
     parser.add_argument("--conventions", choices=("watch", "none"), default="watch")
+    parser.add_argument(
+        "--min-lines",
+        type=positive,
+        help="the fewest changed lines a PR needs to be mined (the watch file's size threshold)",
+    )
     parser.add_argument("--cpu-slots", type=int, default=2, help="parallel CPU runs")
     parser.add_argument("--json", type=Path)
     parser.add_argument(
@@ -462,7 +473,7 @@ def run(args: argparse.Namespace, wanted: set[int]) -> int:
         runner_overrides=" ".join(args.override),
         runner_find_links=":".join(str(p) for p in args.find_links),
     )
-    watched, watch = watched_entry(args.repo, args.mirror, args.conventions)
+    watched, watch = watched_entry(args.repo, args.mirror, args.conventions, args.min_lines)
     repo_settings = run_settings(watched, settings=settings, watch=watch)  # type: ignore[arg-type]
     started = time.monotonic()
     engine = make_engine(settings.resolved_database_url)
@@ -485,7 +496,8 @@ def run(args: argparse.Namespace, wanted: set[int]) -> int:
         print(
             f"real_prs: --numbers {named}: not among the {len(survivors)} survivors of "
             f"{args.repo} in {args.home}: pass PRs the miner kept (`probewatch candidates list "
-            f"--repo {args.repo}` with PROBEWATCH_HOME={args.home} names them)",
+            f"--repo {args.repo}` with PROBEWATCH_HOME={args.home} names them; "
+            f"it keeps PRs of {watched.size_threshold:,} changed lines or more: --min-lines)",
             file=sys.stderr,
         )
         if len(missing) == len(wanted):

@@ -19,6 +19,7 @@ from bench.real_prs import (
     enough,
     main,
     survivor_places,
+    watched_entry,
 )
 from task_registry.coverage import AdversarialCoverage, CoverageTable, PromiseCoverage
 from task_registry.types import PromiseCategory, PromiseVerdict
@@ -169,3 +170,17 @@ def test_numbers_the_window_did_not_keep_are_named_in_one_line(tmp_path, capsys)
     argv += ["--until", "2026-02-01", "--home", str(tmp_path / "home"), "--numbers", "12,34"]
     said = refusal(main, argv, capsys)
     assert "--numbers #12, #34: not among the 0 survivors of volcengine/verl" in said
+
+
+def test_min_lines_sets_the_size_a_pr_needs_to_be_mined(tmp_path, capsys):
+    # only the watch file's 1,000 lines before: a memory fix of 600 lines was never mined
+    mirror = dated_clone(tmp_path / "mirror", "Add a (#12)", "2026-01-05T00:00:00Z")
+    watched, _ = watched_entry("volcengine/verl", mirror, "watch", 250)
+    assert watched.size_threshold == 250
+    assert watched_entry("volcengine/verl", mirror, "watch")[0].size_threshold == 1000
+    argv = ["--mirror", str(mirror), "--repo", "volcengine/verl", "--since", "2026-01-01"]
+    argv += ["--until", "2026-02-01", "--home", str(tmp_path / "home"), "--numbers", "34"]
+    said = refusal(main, [*argv, "--min-lines", "250"], capsys)
+    assert "it keeps PRs of 250 changed lines or more: --min-lines" in said
+    said = refusal(main, [*argv, "--min-lines", "0"], capsys)
+    assert "--min-lines: 0 is below 1: give 1 or more" in said
