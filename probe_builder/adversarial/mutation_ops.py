@@ -507,26 +507,57 @@ def _released(stmt: ast.stmt) -> list[ast.expr]:
     return []
 
 
-def _bound_before(function: ast.FunctionDef | ast.AsyncFunctionDef, name: str, line: int) -> bool:
-    """``name`` is a parameter of ``function`` or given a value other than None above ``line``."""
+def _binds(stmt: ast.stmt, name: str) -> bool:
+    """``stmt`` itself gives ``name`` a value other than None (not in a branch inside it)."""
+    if isinstance(stmt, ast.Assign):
+        if isinstance(stmt.value, ast.Constant) and stmt.value.value is None:
+            return False
+        targets: list[ast.expr] = list(stmt.targets)
+    elif isinstance(stmt, ast.AnnAssign | ast.AugAssign):
+        targets = [stmt.target] if stmt.value is not None else []
+    elif isinstance(stmt, ast.For | ast.AsyncFor):
+        targets = [stmt.target]
+    elif isinstance(stmt, ast.With | ast.AsyncWith):
+        targets = [i.optional_vars for i in stmt.items if i.optional_vars is not None]
+    else:
+        return False
+    names = [n for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+    return any(n.id == name for n in names)
+
+
+def _path_to(body: list[ast.stmt], target: ast.stmt) -> list[tuple[list[ast.stmt], int]] | None:
+    """The blocks from ``body`` down to ``target``, each with the index of the statement
+    that holds it."""
+    for index, stmt in enumerate(body):
+        if stmt is target:
+            return [(body, index)]
+        blocks = [getattr(stmt, f, []) for f in ("body", "orelse", "finalbody")]
+        blocks += [h.body for h in getattr(stmt, "handlers", [])]
+        for block in blocks:
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                found = _path_to(block, target)
+                if found is not None:
+                    return [(body, index), *found]
+    return None
+
+
+def _bound_before(
+    function: ast.FunctionDef | ast.AsyncFunctionDef, name: str, stmt: ast.stmt
+) -> bool:
+    """``name`` holds a value other than None whenever ``stmt`` runs: a parameter, or given
+    one by a statement before it in its block or in a block around it (a loop over it, a
+    ``with ... as`` it), not by one branch of an earlier ``if``."""
     arguments = function.args
     params = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
     params += [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
     if any(a.arg == name for a in params):
         return True
-    for node in ast.walk(function):
-        if isinstance(node, ast.Assign) and node.lineno < line:
-            if isinstance(node.value, ast.Constant) and node.value.value is None:
-                continue
-            targets = [t for target in node.targets for t in ast.walk(target)]
-            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
-                return True
-        elif isinstance(node, ast.For | ast.With | ast.AugAssign | ast.AnnAssign) and (
-            node.lineno < line
-        ):
-            stored = [n for n in ast.walk(node) if isinstance(n, ast.Name)]
-            if any(n.id == name and isinstance(n.ctx, ast.Store) for n in stored):
-                return True
+    path = _path_to(function.body, stmt) or []
+    for block, index in path:
+        if any(_binds(earlier, name) for earlier in block[:index]):
+            return True
+        if block[index] is not stmt and _binds(block[index], name):
+            return isinstance(block[index], ast.For | ast.AsyncFor | ast.With | ast.AsyncWith)
     return False
 
 
@@ -549,7 +580,7 @@ def keep_alive(
         if not targets or not all(isinstance(t, HELD_TARGETS) for t in targets):
             continue
         names = [t.id for t in targets if isinstance(t, ast.Name)]
-        unbound = [n for n in names if not _bound_before(function, n, line)]
+        unbound = [n for n in names if not _bound_before(function, n, stmt)]
         if isinstance(stmt, ast.Assign) and unbound:
             continue
         kept = ", ".join(source.segment(t) for t in targets)

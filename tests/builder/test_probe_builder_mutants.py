@@ -354,11 +354,21 @@ def test_keep_alive_holds_what_the_patch_releases_and_computes_the_same(tmp_path
         assert held in ([[2, 4]], [[2, 3]])  # the released list, still referenced
 
 
-def test_keep_alive_needs_a_value_to_hold(tmp_path) -> None:
+@pytest.mark.parametrize(
+    ("body", "held"),
+    [
+        ("    y = None\n    if x:\n        y = x\n", None),  # a first value, nothing to hold
+        # bound only in the other branch: holding it would read an unbound name
+        ("    if x:\n        y = [x]\n    else:\n        y = None\n", None),
+        ("    y = [x]\n    if x:\n        y = None\n", 4),  # bound whichever way it gets here
+        ("    for y in x:\n        y = None\n", 3),
+    ],
+)
+def test_keep_alive_holds_only_a_name_that_has_a_value_there(tmp_path, body, held) -> None:
     base = "def f(x):\n    return x\n"
-    head = "def f(x):\n    y = None\n    if x:\n        y = x\n    return y\n"
-    _, mutants = _mutants(tmp_path, base, head)
-    assert MutationOperator.keep_alive not in {m.operator for m in mutants}
+    _, mutants = _mutants(tmp_path, base, "def f(x):\n" + body + "    return x\n")
+    lines = [m.line for m in mutants if m.operator is MutationOperator.keep_alive]
+    assert lines == ([] if held is None else [held])
 
 
 def test_a_collective_run_twice_leaves_the_result_and_doubles_the_calls(tmp_path) -> None:
