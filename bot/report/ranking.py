@@ -44,6 +44,7 @@ SUPPRESS_BELOW = 0.35
 JUDGED_PRIOR: Mapping[str, float] = {
     "keep_alive": 0.7,
     "repeat_collective": 0.7,
+    "drop_compile": 0.7,
     "delete_call": 0.7,
     "bypass_cache": 0.7,
     "mean_sum": 0.65,
@@ -64,6 +65,7 @@ JUDGED_PRIOR: Mapping[str, float] = {
 OPERATOR_PRIOR: Mapping[str, float] = {
     "keep_alive": 0.7,
     "repeat_collective": 0.7,
+    "drop_compile": 0.7,
     "delete_call": 0.7,
     "bypass_cache": 0.7,
     "mean_sum": 0.6,

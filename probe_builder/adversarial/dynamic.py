@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from probe_builder.adversarial import replay_probe, replay_recorder
-from probe_builder.adversarial.mutants import RESOURCE_OPERATORS
+from probe_builder.adversarial.mutants import RESULT_PRESERVING
 from probe_builder.adversarial.survivors import (
     ControlJob,
     ControlRunner,
@@ -103,12 +103,13 @@ def replay_survivors(
     runner: ControlRunner,
 ) -> dict[str, Replayed]:
     """Record, replay and compare each survivor's function; by variant id. A mutant that
-    breaks a resource (memory held, bytes sent twice) gives the same results by design: a
+    breaks a resource or a mode (memory held, bytes sent twice, a function not compiled)
+    gives the same results by design: a
     replay would call it equivalent, so it is not replayed."""
     placed = [
         (v, verdict)
         for v, verdict in survivors
-        if v.path.endswith(".py") and v.line and v.operator not in RESOURCE_OPERATORS
+        if v.path.endswith(".py") and v.line and v.operator not in RESULT_PRESERVING
     ]
     tests = sorted({t for _, verdict in placed for t in verdict.tests})
     if not placed or not tests or not isinstance(runner.backend, TreeRunner):

@@ -7,9 +7,10 @@ the operators in priority order so one file does not yield seven constant
 tweaks. Each mutant is the whole golden patch with one edit, written as a
 diff against the base so ``git apply`` takes it like any other patch, and
 records its operator, location and the promise category it most likely
-breaks. Two operators break a resource and no result (a released reference kept
-alive: memory; an idempotent collective run twice: traffic), so a promise of that
-resource has an adversarial on a machine that cannot run a probe of it, and a
+breaks. Three operators break a resource or a mode and no result (a released
+reference kept alive: memory; an idempotent collective run twice: traffic; a
+function run eagerly, not through ``torch.compile``: mode), so a promise of that
+kind has an adversarial on a machine that cannot run a probe of it, and a
 surviving one shows the PR's tests do not watch it. Same input, same mutants.
 """
 
@@ -41,6 +42,7 @@ DEFAULT_MAX_PER_FILE = 7
 OPERATOR_PRIORITY: tuple[MutationOperator, ...] = (
     MutationOperator.repeat_collective,
     MutationOperator.keep_alive,
+    MutationOperator.drop_compile,
     MutationOperator.bypass_cache,
     MutationOperator.mean_sum,
     MutationOperator.drop_division,
@@ -68,10 +70,17 @@ OPERATOR_CATEGORY: dict[MutationOperator, PromiseCategory] = {
     MutationOperator.bypass_cache: PromiseCategory.state,
     MutationOperator.keep_alive: PromiseCategory.memory,
     MutationOperator.repeat_collective: PromiseCategory.traffic,
+    MutationOperator.drop_compile: PromiseCategory.mode,
 }
-# Operators that break one resource and leave every result as it was: their category is the
-# resource, whatever the mutated line's words say.
-RESOURCE_OPERATORS = frozenset({MutationOperator.keep_alive, MutationOperator.repeat_collective})
+# Operators that break one resource or mode and leave every result as it was: their category
+# is that resource or mode, whatever the mutated line's words say.
+RESULT_PRESERVING = frozenset(
+    {
+        MutationOperator.keep_alive,
+        MutationOperator.repeat_collective,
+        MutationOperator.drop_compile,
+    }
+)
 
 # What the mutated code is about overrides the operator's default, first match wins.
 CATEGORY_HINTS: tuple[tuple[re.Pattern[str], PromiseCategory], ...] = (
@@ -217,7 +226,7 @@ def _round_robin(candidates: Sequence[Candidate], limit: int) -> list[Candidate]
 
 
 def _category(source: Source, candidate: Candidate) -> PromiseCategory:
-    if candidate.operator in RESOURCE_OPERATORS:
+    if candidate.operator in RESULT_PRESERVING:
         return OPERATOR_CATEGORY[candidate.operator]
     context = source.line_text(candidate.line) + " " + candidate.description
     for pattern, category in CATEGORY_HINTS:

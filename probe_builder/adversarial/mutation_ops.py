@@ -32,6 +32,7 @@ class MutationOperator(StrEnum):
     bypass_cache = "bypass_cache"
     keep_alive = "keep_alive"
     repeat_collective = "repeat_collective"
+    drop_compile = "drop_compile"
 
 
 # Calls whose deletion most often breaks a promise (state, memory, traffic, numerics).
@@ -66,6 +67,7 @@ NORMALISER_NAME = re.compile(r"size|count|world|num|len|total|denom|n_|scale|ste
 ARID_FUNCTIONS = {"__repr__", "__str__", "__format__", "__rich_repr__", "__hash__", "extra_repr"}
 STAR_EXPORTS = "__all__"  # the names `from module import *` takes
 CLONE_METHODS = {"clone", "detach", "copy", "contiguous", "deepcopy"}
+COMPILE = re.compile(r"(^|\.)torch\.compile$|^torch_compile$")
 CACHE_DECORATORS = re.compile(r"(^|\.)(lru_cache|cache|cached_property|memoize)$")
 MEAN_SUM = {
     "mean": "sum",
@@ -271,32 +273,30 @@ def _constant(source: Source, node: ast.Constant) -> Candidate | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     new: int | float = value + 1 if isinstance(value, int) else (value * 2 if value else 1.0)
+    text = f"{source.segment(node)} -> {new!r}"
+    return _replacing(MutationOperator.constant, source, node, repr(new), text)
+
+
+def _replacing(
+    operator: MutationOperator, source: Source, node: ast.expr, replacement: str, text: str
+) -> Candidate:
+    """``node``'s whole text replaced."""
     start, end = source.span(node)
-    return Candidate(
-        MutationOperator.constant,
-        node.lineno,
-        start,
-        end,
-        repr(new),
-        f"{source.segment(node)} -> {new!r}",
-    )
+    return Candidate(operator, node.lineno, start, end, replacement, text)
 
 
 def _call(source: Source, node: ast.Call) -> Candidate | None:
+    if COMPILE.search(call_name(node) or "") and node.args:
+        compiled = source.segment(node.args[0])
+        text = f"run {compiled} eagerly, not compiled"
+        return _replacing(MutationOperator.drop_compile, source, node, compiled, text)
     func = node.func
     if not isinstance(func, ast.Attribute):
         return None
     receiver = source.segment(func.value)
     if func.attr in CLONE_METHODS and not node.args:
-        start, end = source.span(node)
-        return Candidate(
-            MutationOperator.drop_clone,
-            node.lineno,
-            start,
-            end,
-            f"({receiver})",
-            f"drop .{func.attr}()",
-        )
+        text = f"drop .{func.attr}()"
+        return _replacing(MutationOperator.drop_clone, source, node, f"({receiver})", text)
     if func.attr in MEAN_SUM:
         lo = source.span(func.value)[1]
         edit = _token_edit(
@@ -427,13 +427,19 @@ def _force_branch(source: Source, stmt: ast.If | ast.While) -> Candidate | None:
 def _cache_decorator(
     source: Source, stmt: ast.FunctionDef | ast.AsyncFunctionDef, line: int
 ) -> Candidate | None:
+    """A caching decorator dropped (the work done again), or a compiling one (the function
+    run eagerly)."""
     for decorator in stmt.decorator_list:
         target = decorator.func if isinstance(decorator, ast.Call) else decorator
         name = dotted_name(target) or ""
-        if decorator.lineno == line and CACHE_DECORATORS.search(name):
-            start = source.offset(line, 0)
-            end = source.offset(line + 1, 0) if line < len(source.lines) else len(source.text)
+        if decorator.lineno != line:
+            continue
+        start = source.offset(line, 0)
+        end = source.offset(line + 1, 0) if line < len(source.lines) else len(source.text)
+        if CACHE_DECORATORS.search(name):
             return Candidate(MutationOperator.bypass_cache, line, start, end, "", f"drop @{name}")
+        if COMPILE.search(name):
+            return Candidate(MutationOperator.drop_compile, line, start, end, "", f"drop @{name}")
     return None
 
 

@@ -64,6 +64,7 @@ BASE = "def f(x, n):\n    y = x / n\n    return y\n"
             MutationOperator.repeat_collective,
             PromiseCategory.traffic,
         ),
+        ("    z = torch.compile(model)\n", MutationOperator.drop_compile, PromiseCategory.mode),
     ],
 )
 def test_each_operator_mutates_an_added_line_and_names_its_category(
@@ -394,3 +395,51 @@ def test_a_collective_run_twice_leaves_the_result_and_doubles_the_calls(tmp_path
     exec((pr.apply(mutants[0].patch, tmp_path / "twice") / "m.py").read_text(), namespace)
     assert namespace["sync"](Dist(), 3) == 3  # type: ignore[operator]
     assert calls == ["broadcast", "broadcast", "all_reduce"]
+
+
+STAND_IN_TORCH = """class torch:  # stands in for torch: records what it compiles
+    compiled = []
+
+    @staticmethod
+    def compile(fn=None, **options):
+        if fn is None:
+            return lambda f: torch.compile(f, **options)
+        torch.compiled.append(fn.__name__)
+        return fn
+"""
+COMPILED = """
+
+@torch.compile
+def square(x):
+    return x * x
+
+
+@torch.compile(dynamic=True)
+def cube(x):
+    return x * x * x
+
+
+def build(step):
+    return torch.compile(step, fullgraph=True)
+"""
+
+
+def test_drop_compile_runs_the_function_eagerly_and_computes_the_same(tmp_path) -> None:
+    head = STAND_IN_TORCH + COMPILED
+    pr, mutants = _mutants(tmp_path, STAND_IN_TORCH, head)
+    dropped = [m for m in mutants if m.operator is MutationOperator.drop_compile]
+    old = len(STAND_IN_TORCH.splitlines())  # the stand-in's own call is not the PR's
+    compiling = [n for n, t in enumerate(head.splitlines(), 1) if n > old and "compile" in t]
+    assert [(m.line, m.promise_category) for m in dropped] == [
+        (line, PromiseCategory.mode) for line in compiling
+    ]
+    assert len(dropped) == 3
+    for index, mutant in enumerate(dropped):
+        namespace: dict[str, object] = {}
+        text = (pr.apply(mutant.patch, tmp_path / f"eager{index}") / "m.py").read_text()
+        exec(text, namespace)
+        build = namespace["build"]
+        assert build(len)("ab") == 2  # type: ignore[operator]
+        assert (namespace["square"](3), namespace["cube"](2)) == (9, 8)  # type: ignore[operator]
+        compiled = namespace["torch"].compiled  # type: ignore[attr-defined]
+        assert len(compiled) == 2  # the golden code compiles three: one is left eager
