@@ -567,6 +567,15 @@ def _bound_before(
     return False
 
 
+def _read_back(source: Source, target: ast.expr, assigned: bool) -> str:
+    """How the mutant reads what a statement releases. An attribute set to None may not
+    be there yet (a reset before the first fill): read with a default, so the mutant does
+    not fail where the golden code does not."""
+    if assigned and isinstance(target, ast.Attribute):
+        return f'getattr({source.segment(target.value)}, "{target.attr}", None)'
+    return source.segment(target)
+
+
 def keep_alive(
     source: Source, function: ast.FunctionDef | ast.AsyncFunctionDef, line: int
 ) -> Candidate | None:
@@ -590,13 +599,14 @@ def keep_alive(
         if isinstance(stmt, ast.Assign) and unbound:
             continue
         kept = ", ".join(source.segment(t) for t in targets)
+        read = ", ".join(_read_back(source, t, isinstance(stmt, ast.Assign)) for t in targets)
         at = source.span(stmt)[0]
         return Candidate(
             MutationOperator.keep_alive,
             line,
             at,
             at,
-            f'globals().setdefault("{KEPT}", []).extend(({kept},)); ',
+            f'globals().setdefault("{KEPT}", []).extend(({read},)); ',
             f"keep {kept} alive instead of releasing it",
         )
     return None
