@@ -479,8 +479,10 @@ def early_return(
     if any(isinstance(n, ast.Yield | ast.YieldFrom) for n in ast.walk(function)):
         return None
     body = function.body[1:] if function.body and _is_docstring(function.body[0]) else function.body
-    for stmt in body[1:]:
+    for index, stmt in enumerate(body[1:], 1):
         if stmt.lineno == line and source.starts_line(stmt) and not arid_statement(stmt):
+            if function.name in CONSTRUCTORS and _sets_own_attribute(function, body[index:]):
+                return None  # a half-built object: the first use of what is missing crashes
             at = source.offset(line, 0)
             indent = source.indent_of(line)
             return Candidate(
@@ -492,6 +494,31 @@ def early_return(
                 "return before this statement",
             )
     return None
+
+
+def _sets_own_attribute(
+    function: ast.FunctionDef | ast.AsyncFunctionDef, statements: list[ast.stmt]
+) -> bool:
+    """One of ``statements`` gives the object (the method's first parameter) an attribute."""
+    params = [*function.args.posonlyargs, *function.args.args]
+    if not params:
+        return False
+    own = params[0].arg
+    for stmt in statements:
+        for node in ast.walk(stmt):
+            targets = (
+                node.targets
+                if isinstance(node, ast.Assign)
+                else [node.target]
+                if isinstance(node, ast.AnnAssign | ast.AugAssign)
+                else []
+            )
+            if any(
+                isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == own
+                for t in targets
+            ):
+                return True
+    return False
 
 
 HELD_TARGETS = (ast.Name, ast.Attribute, ast.Subscript)

@@ -93,6 +93,19 @@ def test_early_return_skips_the_rest_of_a_procedure(tmp_path):
     ]
 
 
+def test_a_constructor_returns_early_only_once_its_attributes_are_set(tmp_path):
+    # a return before `self.name = ...` leaves a half-built object: any use crashes, so the
+    # patch is broken, not evidence of a gap (a real PR's tests kill it at once)
+    base = "class A:\n    def __init__(self, hooks):\n        self.hooks = hooks\n"
+    head = (
+        "class A:\n    def __init__(self, hooks):\n        self.hooks = hooks\n"
+        "        self.name = hooks.name\n        hooks.register(self)\n"
+    )
+    _, mutants = _mutants(tmp_path, base, head)
+    returns = [m.line for m in mutants if m.operator is MutationOperator.early_return]
+    assert returns == [5]  # before the registration, every attribute set
+
+
 def test_only_lines_the_golden_patch_added_are_mutated(tmp_path):
     base = "def f(x, n):\n    y = x / n\n    if x:\n        y = y - 1\n    return y\n"
     head = (

@@ -145,7 +145,7 @@ def test_build_stores_the_task_its_promises_verdicts_and_adversarials(built, mem
             ("state", PromiseVerdict.exercised),
         ]
         adversarials = list_adversarials(session=session, task_id=task.id)
-        assert len(adversarials) == 7 and all(a.survives_original is None for a in adversarials)
+        assert len(adversarials) == 6 and all(a.survives_original is None for a in adversarials)
         table = CoverageTable.model_validate(task.coverage)
     assert [a.id for a in table.adversarials] == [str(a.id) for a in adversarials]
     assert [p.verdict for p in table.promises] == [
@@ -419,7 +419,7 @@ def test_build_validate_and_show_from_the_command_line(memo, tmp_path):
     assert built.exit_code == 0, built.stderr
     assert json.loads(built.stdout)["action"] == "created"
     again = probewatch(home, "build", INSTANCE, "--git", str(memo.repo))
-    assert f"{INSTANCE}: unchanged, status built: 2 promise(s), 7 adversarial" in again.stdout
+    assert f"{INSTANCE}: unchanged, status built: 2 promise(s), 6 adversarial" in again.stdout
 
     folder = probe_folder(tmp_path)
     args = ["--git", str(memo.repo), "--probes", str(folder), "--cpu-slots", "2", "--no-coverage"]
