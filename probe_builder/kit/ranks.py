@@ -107,6 +107,9 @@ def _rank_main(
         torch.set_num_threads(1)
     timeout = timedelta(seconds=timeout_s)
     try:
+        if backend == "nccl":
+            # NCCL refuses two ranks on one GPU: each rank takes its own before it joins.
+            torch.cuda.set_device(rank_device(rank, torch.cuda.device_count()))
         dist.init_process_group(
             backend, init_method=init_method, rank=rank, world_size=world_size, timeout=timeout
         )
@@ -120,6 +123,12 @@ def _rank_main(
         _report(results, _run_one(fn, rank, world_size, args))
     finally:
         dist.destroy_process_group()
+
+
+def rank_device(rank: int, devices: int) -> int:
+    """The CUDA device of ``rank`` when ``devices`` are visible: one each, round the
+    devices again where there are more ranks (NCCL then refuses, saying so)."""
+    return rank % devices if devices else 0
 
 
 def _report(results: Any, outcome: RankOutcome) -> None:

@@ -128,6 +128,17 @@ def test_the_ledger_counts_an_nccl_all_reduce_of_cuda_tensors() -> None:
     assert (value, calls, sent) == (1.0, 1, 1024 * 4)
 
 
+def device_of_rank(rank: int, world_size: int) -> int:
+    return torch.cuda.current_device()
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two CUDA devices")
+def test_each_nccl_rank_runs_on_its_own_gpu() -> None:
+    # every rank on cuda:0 before: NCCL refuses two ranks on one device
+    devices = torch.cuda.device_count()
+    assert run_ranks(device_of_rank, world_size=devices, backend="nccl") == list(range(devices))
+
+
 def test_a_probe_asks_for_one_gpu_more_than_the_machine_has_and_is_skipped_saying_so(
     pytester: pytest.Pytester,
 ) -> None:

@@ -12,6 +12,7 @@ import pytest
 import torch.distributed as dist
 
 from probe_builder.kit import KitUsageError, RankFailed, RankTimeout, run_ranks
+from probe_builder.kit.ranks import rank_device
 
 pytest_plugins = ["pytester"]
 
@@ -165,3 +166,9 @@ def test_world_size_below_one_is_refused() -> None:
 def test_a_function_the_ranks_cannot_import_is_refused_before_spawning() -> None:
     with pytest.raises(KitUsageError, match="module-level function"):
         run_ranks(lambda rank, world_size: rank, 2)
+
+
+def test_nccl_ranks_take_one_gpu_each_and_wrap_only_past_the_last() -> None:
+    # every rank took cuda:0 before, which NCCL refuses for a second rank
+    assert [rank_device(rank, 4) for rank in range(4)] == [0, 1, 2, 3]
+    assert rank_device(5, 4) == 1 and rank_device(0, 0) == 0
