@@ -104,8 +104,8 @@ def replay_survivors(
 ) -> dict[str, Replayed]:
     """Record, replay and compare each survivor's function; by variant id. A mutant that
     breaks a resource or a mode (memory held, bytes sent twice, a function not compiled)
-    gives the same results by design: a
-    replay would call it equivalent, so it is not replayed."""
+    gives the same results by design: a replay would call it equivalent, so it is not
+    replayed."""
     placed = [
         (v, verdict)
         for v, verdict in survivors

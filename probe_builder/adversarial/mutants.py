@@ -154,17 +154,19 @@ def _statements_on(tree: ast.AST, line: int) -> Iterable[ast.stmt]:
 
 def _line_candidates(source: Source, line: int) -> list[Candidate]:
     found: list[Candidate] = []
+    statements = list(_statements_on(source.tree, line))
     enclosing = [
         s
-        for s in _statements_on(source.tree, line)
+        for s in statements
         if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) and s.lineno < line
     ]
     if enclosing:
         innermost = max(enclosing, key=lambda f: f.lineno)
-        kept = keep_alive(source, innermost, line)
-        if kept is not None:
-            found.append(kept)
-    for stmt in _statements_on(source.tree, line):
+        for stmt in statements:
+            kept = keep_alive(source, innermost, stmt) if stmt.lineno == line else None
+            if kept is not None:
+                found.append(kept)
+    for stmt in statements:
         found.extend(statement_candidates(source, stmt, line))
         if stmt.lineno == line:
             found.extend(expression_candidates(source, stmt, line))

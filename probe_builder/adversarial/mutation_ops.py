@@ -140,13 +140,24 @@ def arid_statement(stmt: ast.stmt) -> bool:
     return _is_docstring(stmt) or (isinstance(stmt, ast.Expr) and is_logging_call(stmt.value))
 
 
+def assigned(node: ast.AST) -> list[ast.expr]:
+    """The targets ``node`` assigns when it is an assignment (plain, augmented or annotated)."""
+    if isinstance(node, ast.Assign):
+        return list(node.targets)
+    if isinstance(node, ast.AugAssign | ast.AnnAssign):
+        return [node.target]
+    return []
+
+
+def _is_none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
 def _edits_star_exports(stmt: ast.stmt) -> bool:
     """``__all__ = [...]``, ``__all__ += [...]``, ``__all__.append(...)``: what
     ``from module import *`` exports, never what the module does."""
-    if isinstance(stmt, ast.Assign):
-        targets = stmt.targets
-    elif isinstance(stmt, ast.AugAssign | ast.AnnAssign):
-        targets = [stmt.target]
+    if isinstance(stmt, ast.Assign | ast.AugAssign | ast.AnnAssign):
+        targets = assigned(stmt)
     elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
         func = stmt.value.func
         targets = [func.value] if isinstance(func, ast.Attribute) else []
@@ -387,7 +398,7 @@ def _repeat_collective(source: Source, stmt: ast.Expr) -> Candidate | None:
     if name.rsplit(".", 1)[-1] not in IDEMPOTENT_COLLECTIVES:
         return None
     start, end = source.span(stmt)
-    text = source.text[start:end]
+    text = source.segment(stmt)
     return Candidate(
         MutationOperator.repeat_collective,
         stmt.lineno,
@@ -504,21 +515,12 @@ def _sets_own_attribute(
     if not params:
         return False
     own = params[0].arg
-    for stmt in statements:
-        for node in ast.walk(stmt):
-            targets = (
-                node.targets
-                if isinstance(node, ast.Assign)
-                else [node.target]
-                if isinstance(node, ast.AnnAssign | ast.AugAssign)
-                else []
-            )
-            if any(
-                isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == own
-                for t in targets
-            ):
-                return True
-    return False
+    return any(
+        isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == own
+        for stmt in statements
+        for node in ast.walk(stmt)
+        for t in assigned(node)
+    )
 
 
 HELD_TARGETS = (ast.Name, ast.Attribute, ast.Subscript)
@@ -531,23 +533,18 @@ def _released(stmt: ast.stmt) -> list[ast.expr]:
         for target in stmt.targets:
             found.extend(target.elts if isinstance(target, ast.Tuple | ast.List) else [target])
         return found
-    if (
-        isinstance(stmt, ast.Assign)
-        and isinstance(stmt.value, ast.Constant)
-        and stmt.value.value is None
-    ):
+    if isinstance(stmt, ast.Assign) and _is_none(stmt.value):
         return list(stmt.targets)
     return []
 
 
 def _binds(stmt: ast.stmt, name: str) -> bool:
     """``stmt`` itself gives ``name`` a value other than None (not in a branch inside it)."""
-    if isinstance(stmt, ast.Assign):
-        if isinstance(stmt.value, ast.Constant) and stmt.value.value is None:
-            return False
-        targets: list[ast.expr] = list(stmt.targets)
-    elif isinstance(stmt, ast.AnnAssign | ast.AugAssign):
-        targets = [stmt.target] if stmt.value is not None else []
+    if isinstance(stmt, ast.Assign | ast.AnnAssign | ast.AugAssign):
+        given = stmt.value is not None and not (
+            isinstance(stmt, ast.Assign) and _is_none(stmt.value)
+        )
+        targets = assigned(stmt) if given else []
     elif isinstance(stmt, ast.For | ast.AsyncFor):
         targets = [stmt.target]
     elif isinstance(stmt, ast.With | ast.AsyncWith):
@@ -604,36 +601,29 @@ def _read_back(source: Source, target: ast.expr, assigned: bool) -> str:
 
 
 def keep_alive(
-    source: Source, function: ast.FunctionDef | ast.AsyncFunctionDef, line: int
+    source: Source, function: ast.FunctionDef | ast.AsyncFunctionDef, stmt: ast.stmt
 ) -> Candidate | None:
-    """A reference the function releases on ``line`` (``del x``, ``self.buf = None``) kept
+    """A reference ``stmt`` of the function releases (``del x``, ``self.buf = None``) kept
     in a module-level list instead: the code computes the same, and the memory stays held
     across calls (a memory promise broken and nothing else). Not in a constructor, where
     ``= None`` gives an attribute its first value, nor for a name with no earlier value."""
-    if function.name in CONSTRUCTORS:
+    if function.name in CONSTRUCTORS or not source.starts_line(stmt):
         return None
-    own = [
-        n
-        for n in ast.walk(function)
-        if isinstance(n, ast.Delete | ast.Assign) and n.lineno == line and source.starts_line(n)
-    ]
-    for stmt in own:
-        targets = _released(stmt)
-        if not targets or not all(isinstance(t, HELD_TARGETS) for t in targets):
-            continue
-        names = [t.id for t in targets if isinstance(t, ast.Name)]
-        unbound = [n for n in names if not _bound_before(function, n, stmt)]
-        if isinstance(stmt, ast.Assign) and unbound:
-            continue
-        kept = ", ".join(source.segment(t) for t in targets)
-        read = ", ".join(_read_back(source, t, isinstance(stmt, ast.Assign)) for t in targets)
-        at = source.span(stmt)[0]
-        return Candidate(
-            MutationOperator.keep_alive,
-            line,
-            at,
-            at,
-            f'globals().setdefault("{KEPT}", []).extend(({read},)); ',
-            f"keep {kept} alive instead of releasing it",
-        )
-    return None
+    targets = _released(stmt)
+    if not targets or not all(isinstance(t, HELD_TARGETS) for t in targets):
+        return None
+    names = [t.id for t in targets if isinstance(t, ast.Name)]
+    unbound = [n for n in names if not _bound_before(function, n, stmt)]
+    if isinstance(stmt, ast.Assign) and unbound:
+        return None
+    kept = ", ".join(source.segment(t) for t in targets)
+    read = ", ".join(_read_back(source, t, isinstance(stmt, ast.Assign)) for t in targets)
+    at = source.span(stmt)[0]
+    return Candidate(
+        MutationOperator.keep_alive,
+        stmt.lineno,
+        at,
+        at,
+        f'globals().setdefault("{KEPT}", []).extend(({read},)); ',
+        f"keep {kept} alive instead of releasing it",
+    )
