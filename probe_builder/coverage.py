@@ -3,10 +3,12 @@
 The table's model lives with the task it is stored on (``task_registry.coverage``);
 here it is derived, once per build and per validation. The one survivor rule: an
 adversarial patch is evidence against a promise when it survives the PR's original
-tests and either its category is the promise's or an accepted probe written for the
-promise rejects it (a mechanical mutant's category is a guess from the code it
-touches; a probe of the promise failing on it is evidence). A probe is *redundant*
-when every control it rejects is already rejected by the original tests.
+tests and either it is of the promise's category in the code the promise concerns (a
+changed definition the promise's verdict links it to holds the patched line) or an
+accepted probe written for the promise rejects it (a mechanical mutant's category is a
+guess from the code it touches; a probe of the promise failing on it is evidence). A
+probe is *redundant* when every control it rejects is already rejected by the original
+tests.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from probe_builder.promises.extract import ExtractedPromise
 from probe_builder.promises.verdicts import PromiseCheck
 from task_registry.coverage import (
     AdversarialCoverage,
@@ -69,22 +70,22 @@ def build_coverage_table(
     promises = []
     for check in checks:
         promise = check.promise
-        promises.append(
-            PromiseCoverage(
-                position=promise.position,
-                category=promise.category,
-                quote=promise.quote,
-                quantity=promise.quantity,
-                verdict=check.verdict,
-                evidence=check.evidence,
-                probes=[p.path for p in probe_rows if p.promise_position == promise.position],
-                survivors=[
-                    a.id
-                    for a in adversarial_rows
-                    if a.survives_original and not a.equivalent and _breaks(a, promise, probe_rows)
-                ],
-            )
+        row = PromiseCoverage(
+            position=promise.position,
+            category=promise.category,
+            quote=promise.quote,
+            quantity=promise.quantity,
+            verdict=check.verdict,
+            evidence=check.evidence,
+            concerns=sorted(check.concerns),
+            probes=[p.path for p in probe_rows if p.promise_position == promise.position],
         )
+        row.survivors = [
+            a.id
+            for a in adversarial_rows
+            if a.survives_original and not a.equivalent and _breaks(a, row, probe_rows)
+        ]
+        promises.append(row)
     return CoverageTable(
         instance_id=instance_id,
         promises=promises,
@@ -97,18 +98,17 @@ def build_coverage_table(
 
 
 def _breaks(
-    adversarial: AdversarialCoverage, promise: ExtractedPromise, probes: Sequence[ProbeCoverage]
+    adversarial: AdversarialCoverage, promise: PromiseCoverage, probes: Sequence[ProbeCoverage]
 ) -> bool:
-    """The patch violates the promise: its category says so, or an accepted probe written for
-    the promise rejects it (a mechanical mutant's category is a guess; the probe is evidence)."""
+    """The patch violates the promise: it is of the promise's kind in the code the promise
+    concerns, or an accepted probe written for the promise rejects it (a mechanical mutant's
+    category and place are guesses; the probe is evidence)."""
     own = {
         p.path
         for p in probes
         if p.promise_position == promise.position and p.status == ProbeStatus.accepted
     }
-    return adversarial.promise_category == promise.category or bool(
-        own & set(adversarial.rejected_by)
-    )
+    return promise.concerned_by(adversarial) or bool(own & set(adversarial.rejected_by))
 
 
 def _probe_cell(table: CoverageTable, paths: Sequence[str]) -> str:

@@ -339,6 +339,7 @@ def _store_rows(session: Session, task: Task, material: TaskMaterial) -> Coverag
                 line=proposed.line,
                 promise_category=proposed.promise_category,
                 description=proposed.description,
+                symbols=list(material.symbols_of(proposed)),
             )
         )
     table = build_coverage_table(
@@ -498,6 +499,7 @@ def validated_table(
             ),
             p.verdict or PromiseVerdict.unchecked,
             p.evidence,
+            frozenset(p.concerns),
         )
         for p in table.promises
     ]

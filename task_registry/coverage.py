@@ -60,6 +60,9 @@ class AdversarialCoverage(BaseModel):
     line: int | None = None
     promise_category: PromiseCategory | None = None
     description: str = ""
+    # The changed definitions that hold its line (a method and its class); empty when the
+    # line is outside them or unknown (a model's patch without one).
+    symbols: list[str] = Field(default_factory=list)
     survives_original: bool | None = None  # None: not run against the original tests yet
     rejected_by: list[str] = Field(default_factory=list)  # probe paths
     # How the PR's tests met the mutated line: "covering" (the tests in ``exercised_by`` run
@@ -79,8 +82,21 @@ class PromiseCoverage(BaseModel):
     quantity: str | None = None
     verdict: PromiseVerdict | None = None
     evidence: str = ""
+    # The changed symbols the promise concerns; empty when its quote names none of the
+    # change (it may concern any of it).
+    concerns: list[str] = Field(default_factory=list)
     probes: list[str] = Field(default_factory=list)
     survivors: list[str] = Field(default_factory=list)  # adversarial ids
+
+    def concerned_by(self, adversarial: AdversarialCoverage) -> bool:
+        """The patch is of the promise's kind and in the code the promise concerns: a
+        definition the promise is linked to holds its line. A promise linked to no
+        definition, or a patch whose place is unknown, gives no place to compare."""
+        if adversarial.promise_category != self.category:
+            return False
+        if not self.concerns or not adversarial.symbols:
+            return True
+        return bool(set(self.concerns) & set(adversarial.symbols))
 
     @property
     def missed(self) -> bool:

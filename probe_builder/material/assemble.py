@@ -29,7 +29,7 @@ from probe_builder.material.statement_checks import (
 )
 from probe_builder.promises.assertions import AssertionProfile
 from probe_builder.promises.extract import ExtractedPromise, extract_promises, with_proposed
-from probe_builder.promises.linking import code_under_test
+from probe_builder.promises.linking import ChangedSymbol, code_under_test, symbols_at
 from probe_builder.promises.verdicts import PromiseCheck, judge_promises
 from runners.types import Hardware
 
@@ -59,6 +59,11 @@ class TaskMaterial:
     hollow: HollowPatch
     adversarials: tuple[ProposedPatch, ...]
     notes: tuple[str, ...] = field(default=())
+    symbols: tuple[ChangedSymbol, ...] = field(default=())  # what the promises link to
+
+    def symbols_of(self, patch: ProposedPatch) -> tuple[str, ...]:
+        """The changed definitions that hold the patch's line."""
+        return symbols_at(self.symbols, patch.path, patch.line)
 
 
 def _checked_statement(
@@ -151,4 +156,5 @@ def build_material(
         hollow,
         adversarials,
         notes,
+        code.symbols,
     )

@@ -92,6 +92,7 @@ class ChangedSymbol:
     doc_words: frozenset[str] = frozenset()
     path: str = ""  # the file that defines it
     uses: frozenset[str] = frozenset()  # the names its definition refers to (a flag's key too)
+    lines: range = range(0)  # its span in the head file (none for a constant or a flag)
 
 
 @dataclass(frozen=True)
@@ -121,10 +122,22 @@ class Link:
 
 
 def changed_symbol(
-    qualname: str, doc: str | None, path: str = "", uses: frozenset[str] = frozenset()
+    qualname: str,
+    doc: str | None,
+    path: str = "",
+    uses: frozenset[str] = frozenset(),
+    lines: range = range(0),
 ) -> ChangedSymbol:
     name = qualname.rsplit(".", 1)[-1]
-    return ChangedSymbol(name, qualname, words_of(qualname), words_of(doc or ""), path, uses)
+    return ChangedSymbol(name, qualname, words_of(qualname), words_of(doc or ""), path, uses, lines)
+
+
+def symbols_at(symbols: Sequence[ChangedSymbol], path: str, line: int | None) -> tuple[str, ...]:
+    """The changed definitions of ``path`` that hold ``line`` (a method and its class), by
+    the names promises link to; none for a line outside them or a patch without a line."""
+    if line is None:
+        return ()
+    return tuple(s.name for s in symbols if s.path == path and line in s.lines)
 
 
 def names_used(node: ast.AST) -> frozenset[str]:
@@ -157,7 +170,9 @@ def _changed_definitions(file: FileDiff, head: TreeReader) -> list[ChangedSymbol
         if changed.intersection(definition.lines()):
             doc = ast.get_docstring(definition.node)
             uses = names_used(definition.node)
-            found.append(changed_symbol(definition.qualname, doc, file.path, uses))
+            found.append(
+                changed_symbol(definition.qualname, doc, file.path, uses, definition.lines())
+            )
     return found
 
 

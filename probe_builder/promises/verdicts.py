@@ -44,6 +44,7 @@ from probe_builder.promises.assertions import (
 )
 from probe_builder.promises.extract import ExtractedPromise
 from probe_builder.promises.linking import (
+    GENERIC_NAMES,
     CodeUnderTest,
     Link,
     TestScript,
@@ -66,6 +67,9 @@ class PromiseCheck:
     promise: ExtractedPromise
     verdict: PromiseVerdict
     evidence: str  # where the checking assertion is, or why there is none
+    # The changed symbols the promise concerns, with the code right behind them; empty when
+    # its quote names none of the change (a weak link: it may concern any of it).
+    concerns: frozenset[str] = frozenset()
 
 
 def _first(
@@ -417,15 +421,18 @@ def judge_promise(promise: ExtractedPromise, code: CodeUnderTest) -> PromiseChec
     exercises the promise."""
     linked = link(promise.quote, code)
     reached = _reach(linked, code)
+    # a name many classes share (``__init__``, ``forward``) places nothing; its class does
+    concerns = reached.behind.names - GENERIC_NAMES if linked.strong else frozenset()
     found = _checking_site(promise, code, linked, reached)
     if found is not None:
         test, site = found
         evidence = f"{site.path}:{site.line} {test.name}: {site.text}"
-        return PromiseCheck(promise, PromiseVerdict.checked, evidence)
+        return PromiseCheck(promise, PromiseVerdict.checked, evidence, concerns)
     reason = _exercised_by(reached.behind, code, reached.behind_tests)
     if reason is not None:
-        return PromiseCheck(promise, PromiseVerdict.exercised, reason)
-    return PromiseCheck(promise, PromiseVerdict.unchecked, "no added test reaches the changed code")
+        return PromiseCheck(promise, PromiseVerdict.exercised, reason, concerns)
+    unreached = "no added test reaches the changed code"
+    return PromiseCheck(promise, PromiseVerdict.unchecked, unreached, concerns)
 
 
 def judge_promises(

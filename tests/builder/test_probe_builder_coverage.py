@@ -132,3 +132,39 @@ def test_rendered_table_shows_each_promise_its_probes_controls_and_survivors():
     assert "probes/test_mean.py (accepted [redundant]) rejects snapshot, hollow" in text
     assert "redundant: probes/test_mean.py" in text
     assert "3 mutants, 1 survivor" in text
+
+
+def _survivor(id_: str, symbols: list[str]) -> AdversarialCoverage:
+    return AdversarialCoverage(
+        id=id_,
+        operator="keep_alive",
+        promise_category=PromiseCategory.memory,
+        symbols=symbols,
+        survives_original=True,
+    )
+
+
+def test_a_survivor_is_evidence_only_for_promises_about_the_code_that_holds_it():
+    def check(quote: str, concerns: frozenset[str]) -> PromiseCheck:
+        promise = ExtractedPromise(category=PromiseCategory.memory, quote=quote, position=1)
+        return PromiseCheck(promise, PromiseVerdict.unchecked, "", concerns)
+
+    survivors = [
+        _survivor("cache", ["KVCache", "evict"]),  # a method of the linked class
+        _survivor("loader", ["load_shards"]),  # memory kept elsewhere in the change
+        _survivor("model", []),  # a model's patch without a line: no place to compare
+    ]
+    linked = build_coverage_table(
+        "o__r-2", [check("evict frees the cache", frozenset({"KVCache"}))], adversarials=survivors
+    )
+    # A patch of the promise's kind in code the promise is not about shows nothing about it.
+    assert linked.promises[0].survivors == ["cache", "model"]
+    assert [a.id for a in linked.unlinked()] == ["loader"]
+    # A promise whose quote names none of the change may concern any of it.
+    weak = build_coverage_table(
+        "o__r-3", [check("uses less memory", frozenset())], adversarials=survivors
+    )
+    assert weak.promises[0].survivors == ["cache", "loader", "model"]
+    # What the promise concerns survives the table's round trip, and validation reads it back.
+    assert weak.promises[0].concerns == [] and linked.promises[0].concerns == ["KVCache"]
+    assert CoverageTable.model_validate_json(linked.model_dump_json()) == linked
