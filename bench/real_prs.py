@@ -275,8 +275,9 @@ CHECKED_BUT_SURVIVED, CHECKED = "checked, yet a survivor", "checked, none surviv
 
 def claim_evidence(table: CoverageTable) -> dict[str, int]:
     """Each resource, state or mode promise's verdict beside the adversarials of its
-    category: a "not checked" is backed when one of its patches survives the PR's tests and
-    contradicted when every patch of its category that ran was killed by them."""
+    category in the code it concerns: a "not checked" is backed when one of its patches
+    survives the PR's tests and contradicted when every such patch that ran was killed by
+    them (a patch of its kind in code the promise is not linked to decides nothing)."""
     counts: Counter[str] = Counter()
     for promise in table.promises:
         if promise.category not in CLAIM_CATEGORIES or promise.verdict is None:
@@ -284,7 +285,7 @@ def claim_evidence(table: CoverageTable) -> dict[str, int]:
         ran = [
             a
             for a in table.adversarials
-            if a.promise_category == promise.category and a.survives_original is not None
+            if promise.concerned_by(a) and a.survives_original is not None
         ]
         survived = bool(promise.survivors) or any(a.survives_original for a in ran)
         if promise.verdict is PromiseVerdict.checked:

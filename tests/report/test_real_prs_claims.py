@@ -83,6 +83,23 @@ def test_a_checked_claim_with_every_patch_killed_is_counted_as_checked():
     assert claim_evidence(table) == {CHECKED: 1}
 
 
+def test_a_killed_patch_in_code_the_promise_is_not_about_decides_nothing():
+    def patch(id_: str, symbols: list[str], survives: bool) -> AdversarialCoverage:
+        return _patch(id_, S, survives).model_copy(update={"symbols": symbols})
+
+    promise = _promise(1, S, PromiseVerdict.unchecked).model_copy(
+        update={"concerns": ["SkipState"]}
+    )
+    elsewhere = CoverageTable(
+        instance_id="o__r-4", promises=[promise], adversarials=[patch("c1", ["Config"], False)]
+    )
+    assert claim_evidence(elsewhere) == {OPEN: 1}
+    inside = elsewhere.model_copy(
+        update={"adversarials": [patch("c1", ["Config"], False), patch("k1", ["SkipState"], False)]}
+    )
+    assert claim_evidence(inside) == {CONTRADICTED: 1}
+
+
 def test_the_claims_precision_is_backed_over_decided():
     rows = [Row(1, "a", 1, claims={BACKED: 3, OPEN: 4}), Row(2, "b", 1, claims={CONTRADICTED: 1})]
     text = claim_figures(rows)
