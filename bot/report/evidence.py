@@ -79,6 +79,14 @@ class Gap:
         line = f":{self.patch.line}" if self.patch.line else ""
         return f"{self.patch.path}{line}" if self.patch.path else f"patch {self.patch.id}"
 
+    @property
+    def place(self) -> tuple[str, ...]:
+        """The changed definitions that hold the patch and that the lead promise concerns
+        (its quote names them, or they are right behind what it names); none when the link
+        rests on the patch's kind alone."""
+        concerned = set(self.lead.concerns)
+        return tuple(s for s in self.patch.symbols if s in concerned)
+
     def suggestion(self) -> str:
         text = SUGGESTIONS[self.category]
         quantity = self.lead.quantity

@@ -123,7 +123,7 @@ def words(text: str) -> frozenset[str]:
 
 def concern(gap: Gap) -> int:
     """How many words the promises' quotes share with the mutated place."""
-    place = words(f"{gap.patch.path} {gap.patch.description}")
+    place = words(" ".join([gap.patch.path, *gap.patch.symbols, gap.patch.description]))
     quoted = words(" ".join(p.quote for p in gap.promises))
     return len(place & quoted)
 

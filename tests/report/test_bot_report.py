@@ -245,6 +245,19 @@ def test_an_uncaught_patch_says_its_link_is_inferred() -> None:
     assert "Inferred from the code the patch changes: no validated probe tests it yet." in body
 
 
+def test_a_patch_in_the_code_the_promise_is_about_names_that_code() -> None:
+    placed = report(STATE)
+    table = placed.table
+    table.promises[0].concerns = ["reset"]
+    table.adversarials[0].symbols = ["reset"]
+    body = render_report(placed, full_url=URL).body
+    assert "Inferred: the patch is in `reset`, the code this promise is about" in body
+    # a place the promise is not about: the link rests on the kind of code changed
+    table.adversarials[0].symbols = ["sync"]
+    body = render_report(placed, full_url=URL).body
+    assert "Inferred from the code the patch changes: no validated probe" in body
+
+
 def test_the_diff_is_the_mutations_own_hunk_against_the_merged_code() -> None:
     body = render_report(report(TRAFFIC), full_url=URL).body
     diff = body.split("```diff\n", 1)[1].split("\n```", 1)[0].splitlines()
