@@ -133,7 +133,8 @@ def _survivor_cell(table: CoverageTable, ids: Sequence[str]) -> str:
             if a.rejected_by
             else " (no probe rejects it)"
         )
-        lines.append(f"{a.id}: {a.description}{killed}")
+        place = f" in {'.'.join(a.symbols)}" if a.symbols else ""
+        lines.append(f"{a.id}: {a.description}{place}{killed}")
     return "\n".join(lines) or "-"
 
 

@@ -168,3 +168,6 @@ def test_a_survivor_is_evidence_only_for_promises_about_the_code_that_holds_it()
     # What the promise concerns survives the table's round trip, and validation reads it back.
     assert weak.promises[0].concerns == [] and linked.promises[0].concerns == ["KVCache"]
     assert CoverageTable.model_validate_json(linked.model_dump_json()) == linked
+    # show says where each survivor lies: the class and the method that hold it
+    assert "cache: " in coverage_text(linked, width=400)
+    assert " in KVCache.evict (no probe rejects it)" in coverage_text(linked, width=400)

@@ -178,6 +178,7 @@ def test_survivors_no_promise_lists_are_shown_apart_with_those_set_aside(
             path="pkg/init.py",
             line=8,
             description="returns before `self.ready = True` <script>x()</script>",
+            symbols=["Engine", "warm_up"],
             survives_original=True,
         ),
         AdversarialCoverage(
@@ -204,6 +205,7 @@ def test_survivors_no_promise_lists_are_shown_apart_with_those_set_aside(
     assert "returns before <code>" not in other and "returns before `self.ready = True`" in other
     assert "&lt;script&gt;x()&lt;/script&gt;" in other and "<script>" not in page
     assert "set aside: same outputs on every recorded input" in other
+    assert ':8 <span class="place">in <code>Engine.warm_up</code></span>' in other  # its place
     assert "<strong>not caught</strong>" in other
     # the promise rows keep their own survivors; none of them is listed twice
     assert not any(f'data-survivor="{i}"' in other for i in linked)
