@@ -356,7 +356,10 @@ def slices(items: Sequence[LabelledItem]) -> dict[str, list[LabelledItem]]:
 
 
 def _cell(score: Score) -> str:
-    return f"{score.precision:4.2f} {score.recall:4.2f} {score.labelled:3d} {score.extracted:3d}"
+    # a precision of nothing extracted, or a recall of nothing labelled, is no figure
+    precision = f"{score.precision:4.2f}" if score.extracted else " n/a"
+    recall = f"{score.recall:4.2f}" if score.labelled else " n/a"
+    return f"{precision} {recall} {score.labelled:3d} {score.extracted:3d}"
 
 
 def render_side_by_side(name: str, dev: Evaluation, holdout: Evaluation) -> str:

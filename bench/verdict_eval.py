@@ -227,7 +227,8 @@ class Tally:
         self.total += 1
 
     def cell(self) -> str:
-        return f"{self.rate:4.2f} {self.agree:3d}/{self.total:<3d}"
+        rate = f"{self.rate:4.2f}" if self.total else " n/a"  # nothing judged: no rate
+        return f"{rate} {self.agree:3d}/{self.total:<3d}"
 
 
 @dataclass

@@ -107,3 +107,21 @@ def test_the_verdict_bench_gives_each_rate_an_interval_per_split():
     said = {i.id: [PromiseVerdict.checked] for i in items}
     rows = dict(line.split(maxsplit=1) for line in render_intervals(items, said).splitlines()[2:])
     assert rows["agreement"].split() == ["[0.00,1.00]", "[1.00,1.00]"]
+
+
+def test_a_rate_over_nothing_prints_no_figure():
+    # A split with no judged item, or a category nothing was extracted for, has no rate; a
+    # 1.00 there would read as a perfect score.
+    from bench.promise_eval import _cell
+    from bench.verdict_eval import VerdictScore, render
+
+    judged = VerdictScore()
+    judged.add(
+        VerdictItem(id="o/r#1", split="holdout", title="t", promises=()),
+        LabelledVerdict(PromiseCategory.memory, "Cut peak memory", PromiseVerdict.checked),
+        PromiseVerdict.unchecked,
+    )
+    rows = {line[:20].strip(): line[20:] for line in render(VerdictScore(), judged).splitlines()}
+    assert rows["agreement"].split() == ["n/a", "0/0", "0.00", "0/1"]
+    assert _cell(Score(0, 0, 2)).split() == ["n/a", "0.00", "2", "0"]
+    assert _cell(Score(0, 1, 0)).split() == ["0.00", "n/a", "0", "1"]
