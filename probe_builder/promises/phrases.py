@@ -386,6 +386,9 @@ NOT_A_PROMISE = rx(
     r"^(rename|renames|renamed|renaming|polish|polishes|clean(s|ed)? up|cleanup|tidy|reorgani[sz]e"
     r"|delete[sd]?|extract and split|move[sd]? (files?|code))\b",
     r"^(remove[sd]?|drop(s|ped)?) (the |an? )?(unused|dead|old|deprecated|legacy)?\s*`?\w+`?$",
+    # a name's prefix or suffix added or taken off: a rename ("Removed `foo_` prefix")
+    r"^(remove[sd]?|drop(s|ped)?|strip(s|ped)?|add(s|ed)?) (the |an? )?(`[^`]+`|[\w.-]+) "
+    r"(prefix|suffix)(es)?( from\b[^.]*)?\W*$",
     r"^(fully |completely )?(remove[sd]?|delete[sd]?|drop(s|ped)?) (the )?(unused|dead|old|obsolete"
     r"|deprecated|legacy)\b",
     r"^(and |also |the |all )?(existing |new |unit |e2e )?(tests?|ci)\b[^.]{0,40}\b(pass|passed"

@@ -216,10 +216,18 @@ def test_a_perf_tag_on_a_title_about_measuring_promises_no_time(title, time):
         "VLLM_USE_V1=1 python bench.py --model m --speedup",
         "Add a small example to demonstrate the new loop.",
         "Fix",
+        "Removed `stale_` prefix",  # a name's prefix or suffix: a rename
+        "Drop the _v2 suffix from the loader names.",
     ],
 )
 def test_sentences_about_tests_docs_renames_and_commands_are_not_promises(sentence):
     assert extract_promises("x", sentence)[1:] == []
+
+
+def test_a_prefix_cache_is_a_feature_not_a_renamed_prefix():
+    assert [p.category for p in extract_promises("x", "Removed prefix caching")[1:]] == [
+        PromiseCategory.state
+    ]
 
 
 def test_what_a_test_section_reports_is_not_a_promise():
