@@ -60,8 +60,8 @@ class AdversarialCoverage(BaseModel):
     line: int | None = None
     promise_category: PromiseCategory | None = None
     description: str = ""
-    # The changed definitions that hold its line (a method and its class); empty when the
-    # line is outside them or unknown (a model's patch without one).
+    # The changed definitions that hold its line, outer first, by qualified name (a class,
+    # then its method); empty when the line is outside them or unknown (a model's patch).
     symbols: list[str] = Field(default_factory=list)
     survives_original: bool | None = None  # None: not run against the original tests yet
     rejected_by: list[str] = Field(default_factory=list)  # probe paths
@@ -82,8 +82,8 @@ class PromiseCoverage(BaseModel):
     quantity: str | None = None
     verdict: PromiseVerdict | None = None
     evidence: str = ""
-    # The changed symbols the promise concerns; empty when its quote names none of the
-    # change (it may concern any of it).
+    # The changed definitions the promise concerns, by qualified name; empty when its quote
+    # names none of the change (it may concern any of it).
     concerns: list[str] = Field(default_factory=list)
     probes: list[str] = Field(default_factory=list)
     survivors: list[str] = Field(default_factory=list)  # adversarial ids

@@ -80,12 +80,13 @@ class Gap:
         return f"{self.patch.path}{line}" if self.patch.path else f"patch {self.patch.id}"
 
     @property
-    def place(self) -> tuple[str, ...]:
-        """The changed definitions that hold the patch and that the lead promise concerns
-        (its quote names them, or they are right behind what it names); none when the link
-        rests on the patch's kind alone."""
-        concerned = set(self.lead.concerns)
-        return tuple(s for s in self.patch.symbols if s in concerned)
+    def place(self) -> str:
+        """The innermost changed definition that holds the patch, when it or one around it
+        is code the lead promise concerns (its quote names it, or it is right behind what
+        the quote names); empty when the link rests on the patch's kind alone."""
+        if set(self.patch.symbols) & set(self.lead.concerns):
+            return self.patch.symbols[-1]
+        return ""
 
     def suggestion(self) -> str:
         text = SUGGESTIONS[self.category]

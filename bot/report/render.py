@@ -262,10 +262,9 @@ def _entry(report: ReportInput, gap: Gap, before: list[Gap]) -> Entry:
             "inferred from the code it changes."
         )
     elif gap.place:
-        names = ", ".join(f"`{name}`" for name in gap.place)
         link = (
-            f"Inferred: the patch is in {names}, the code this promise is about; no validated "
-            "probe tests it yet."
+            f"Inferred: the patch is in `{gap.place}`, the code this promise is about; no "
+            "validated probe tests it yet."
         )
     else:
         link = "Inferred from the code the patch changes: no validated probe tests it yet."

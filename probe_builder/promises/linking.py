@@ -133,11 +133,37 @@ def changed_symbol(
 
 
 def symbols_at(symbols: Sequence[ChangedSymbol], path: str, line: int | None) -> tuple[str, ...]:
-    """The changed definitions of ``path`` that hold ``line`` (a method and its class), by
-    the names promises link to; none for a line outside them or a patch without a line."""
+    """The changed definitions of ``path`` that hold ``line``, outer first (a class, then its
+    method), by qualified name; none for a line outside them or a patch without a line."""
     if line is None:
         return ()
-    return tuple(s.name for s in symbols if s.path == path and line in s.lines)
+    return tuple(s.qualname for s in symbols if s.path == path and line in s.lines)
+
+
+def _members(symbol: ChangedSymbol, symbols: Sequence[ChangedSymbol]) -> list[ChangedSymbol]:
+    """The changed definitions inside ``symbol`` (a class's changed methods)."""
+    prefix = symbol.qualname + "."
+    return [s for s in symbols if s.path == symbol.path and s.qualname.startswith(prefix)]
+
+
+def concerned(linked: Link, reached: Link, code: CodeUnderTest) -> frozenset[str]:
+    """The changed definitions a promise is about, by qualified name: those its quote
+    names (``linked``), and the code right behind them (``reached``), where a class behind
+    counts by its changed methods that use a named symbol (the trainer method that calls a
+    promised helper, not the whole trainer). Names many classes share (``__init__``,
+    ``forward``) place nothing by themselves; a weak link is about no place in particular."""
+    if not linked.strong:
+        return frozenset()
+    found: set[str] = set()
+    for symbol in code.symbols:
+        if symbol.name in GENERIC_NAMES:
+            continue
+        if symbol.name in linked.names:
+            found.add(symbol.qualname)
+        elif symbol.name in reached.names:
+            users = [m for m in _members(symbol, code.symbols) if m.uses & linked.names]
+            found.update(m.qualname for m in users or [symbol])
+    return frozenset(found)
 
 
 def names_used(node: ast.AST) -> frozenset[str]:

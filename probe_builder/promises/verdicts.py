@@ -44,11 +44,11 @@ from probe_builder.promises.assertions import (
 )
 from probe_builder.promises.extract import ExtractedPromise
 from probe_builder.promises.linking import (
-    GENERIC_NAMES,
     CodeUnderTest,
     Link,
     TestScript,
     behind,
+    concerned,
     importing_tests,
     link,
     nearby_scripts,
@@ -67,8 +67,8 @@ class PromiseCheck:
     promise: ExtractedPromise
     verdict: PromiseVerdict
     evidence: str  # where the checking assertion is, or why there is none
-    # The changed symbols the promise concerns, with the code right behind them; empty when
-    # its quote names none of the change (a weak link: it may concern any of it).
+    # The changed definitions the promise concerns (:func:`concerned`), by qualified name;
+    # empty when its quote names none of the change (a weak link: it may concern any of it).
     concerns: frozenset[str] = frozenset()
 
 
@@ -421,8 +421,7 @@ def judge_promise(promise: ExtractedPromise, code: CodeUnderTest) -> PromiseChec
     exercises the promise."""
     linked = link(promise.quote, code)
     reached = _reach(linked, code)
-    # a name many classes share (``__init__``, ``forward``) places nothing; its class does
-    concerns = reached.behind.names - GENERIC_NAMES if linked.strong else frozenset()
+    concerns = concerned(linked, reached.behind, code)
     found = _checking_site(promise, code, linked, reached)
     if found is not None:
         test, site = found

@@ -1343,6 +1343,36 @@ def test_short_or_generic_names_lead_to_no_code_behind():
     assert found.names == {"Engine", "fused_step"}
 
 
+def test_a_promise_is_about_what_it_names_and_the_methods_behind_it_that_use_that():
+    from probe_builder.promises.linking import Link, behind, concerned, link
+
+    symbols = (
+        changed_symbol("skip_rollout", None, "pkg/skip.py"),
+        # a trainer whose changed fit() calls the promised function and whose changed
+        # log_metrics() does not: the promise is about fit(), not the whole trainer
+        changed_symbol("Trainer", None, "pkg/t.py", frozenset({"skip_rollout", "emit"})),
+        changed_symbol("Trainer.fit", None, "pkg/t.py", frozenset({"skip_rollout"})),
+        changed_symbol("Trainer.log_metrics", None, "pkg/t.py", frozenset({"emit"})),
+        # a class behind with no changed method of its own counts whole
+        changed_symbol("SkipConfig", None, "pkg/c.py", frozenset({"skip_rollout"})),
+        # a constructor is placed by its class, not by a name every class has
+        changed_symbol("Engine.__init__", None, "pkg/e.py", frozenset({"emit"})),
+    )
+    code = CodeUnderTest(profile_source("tests/test_p.py", ""), symbols)
+    linked = link("skip_rollout reuses the dumped data", code)
+    reached = behind(linked, code)
+    # as if a quote had tied it by its name: it still places nothing
+    reached = Link(reached.names | {"__init__"}, True)
+    assert {"skip_rollout", "Trainer", "SkipConfig"} <= reached.names
+    assert concerned(linked, reached, code) == {
+        "skip_rollout",
+        "Trainer.fit",
+        "SkipConfig",
+    }
+    weak = Link(frozenset(s.name for s in symbols), False)
+    assert concerned(weak, weak, code) == frozenset()  # about no place in particular
+
+
 def test_a_definition_uses_its_names_attributes_keywords_and_string_keys():
     import ast
 

@@ -150,8 +150,8 @@ def test_a_survivor_is_evidence_only_for_promises_about_the_code_that_holds_it()
         return PromiseCheck(promise, PromiseVerdict.unchecked, "", concerns)
 
     survivors = [
-        _survivor("cache", ["KVCache", "evict"]),  # a method of the linked class
-        _survivor("loader", ["load_shards"]),  # memory kept elsewhere in the change
+        _survivor("cache", ["KVCache", "KVCache.evict"]),  # a method of the linked class
+        _survivor("loader", ["Loader", "Loader.load_shards"]),  # memory kept elsewhere
         _survivor("model", []),  # a model's patch without a line: no place to compare
     ]
     linked = build_coverage_table(

@@ -47,11 +47,11 @@ def test_material_of_a_pr_is_complete_and_consistent(tmp_path):
     # promise is tied to the class and the method it names: a patch of reset() is about
     # it, one of the module's other function is not.
     places = {(a.operator, a.line): material.symbols_of(a) for a in material.adversarials}
-    assert places[("delete_call", 38)] == ("KVCache", "reset")
+    assert places[("delete_call", 38)] == ("KVCache", "KVCache.reset")
     assert places[("bypass_cache", 45)] == ("scale_for",)
     reset = next(c for c in material.checks if "reset" in c.promise.quote)
-    assert {"KVCache", "reset"} <= reset.concerns and "scale_for" not in reset.concerns
-    assert "__init__" not in reset.concerns  # every class has one: it places nothing
+    assert "KVCache.reset" in reset.concerns and "scale_for" not in reset.concerns
+    assert "KVCache.__init__" not in reset.concerns  # every class has one: it places nothing
 
 
 @dataclass

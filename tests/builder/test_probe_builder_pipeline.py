@@ -275,8 +275,8 @@ def test_validate_stores_probes_runs_survivors_and_the_coverage_table(built, mem
     assert state.missed and {s.line for s in report.survivors_of(state)} == {21, 22}
     # Validation keeps what the promise concerns and where each patch lies: both survivors
     # are in the method the reset promise names.
-    assert state.concerns == ["reset"]
-    assert all(s.symbols == ["Cache", "reset"] for s in report.survivors_of(state))
+    assert state.concerns == ["Cache.reset"]
+    assert all(s.symbols == ["Cache", "Cache.reset"] for s in report.survivors_of(state))
     assert all(report.caught_by(s) == [GOOD_PATH] for s in report.survivors_of(state))
     assert result.table.probe(GOOD_PATH).rejects and result.table.probe(NAMES_PATH).redundant
     assert any("survivor search:" in note for note in result.notes)

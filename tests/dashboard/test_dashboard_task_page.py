@@ -178,7 +178,7 @@ def test_survivors_no_promise_lists_are_shown_apart_with_those_set_aside(
             path="pkg/init.py",
             line=8,
             description="returns before `self.ready = True` <script>x()</script>",
-            symbols=["Engine", "warm_up"],
+            symbols=["Engine", "Engine.warm_up"],
             survives_original=True,
         ),
         AdversarialCoverage(

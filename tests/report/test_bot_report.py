@@ -248,10 +248,10 @@ def test_an_uncaught_patch_says_its_link_is_inferred() -> None:
 def test_a_patch_in_the_code_the_promise_is_about_names_that_code() -> None:
     placed = report(STATE)
     table = placed.table
-    table.promises[0].concerns = ["reset"]
-    table.adversarials[0].symbols = ["reset"]
+    table.promises[0].concerns = ["Sender"]
+    table.adversarials[0].symbols = ["Sender", "Sender.reset"]
     body = render_report(placed, full_url=URL).body
-    assert "Inferred: the patch is in `reset`, the code this promise is about" in body
+    assert "Inferred: the patch is in `Sender.reset`, the code this promise is about" in body
     # a place the promise is not about: the link rests on the kind of code changed
     table.adversarials[0].symbols = ["sync"]
     body = render_report(placed, full_url=URL).body

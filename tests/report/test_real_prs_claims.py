@@ -88,14 +88,21 @@ def test_a_killed_patch_in_code_the_promise_is_not_about_decides_nothing():
         return _patch(id_, S, survives).model_copy(update={"symbols": symbols})
 
     promise = _promise(1, S, PromiseVerdict.unchecked).model_copy(
-        update={"concerns": ["SkipState"]}
+        update={"concerns": ["SkipState.resume"]}
     )
     elsewhere = CoverageTable(
-        instance_id="o__r-4", promises=[promise], adversarials=[patch("c1", ["Config"], False)]
+        instance_id="o__r-4",
+        promises=[promise],
+        adversarials=[patch("c1", ["SkipState", "SkipState.save"], False)],
     )
     assert claim_evidence(elsewhere) == {OPEN: 1}
     inside = elsewhere.model_copy(
-        update={"adversarials": [patch("c1", ["Config"], False), patch("k1", ["SkipState"], False)]}
+        update={
+            "adversarials": [
+                patch("c1", ["SkipState", "SkipState.save"], False),
+                patch("k1", ["SkipState", "SkipState.resume"], False),
+            ]
+        }
     )
     assert claim_evidence(inside) == {CONTRADICTED: 1}
 

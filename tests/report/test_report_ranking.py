@@ -57,7 +57,7 @@ def test_a_gap_in_code_the_promise_concerns_comes_first() -> None:
 def test_the_function_that_holds_the_patch_is_part_of_its_place() -> None:
     # The line says nothing of the cache; the method it sits in does.
     inside = gap("4", "constant", "pkg/scheduler.py", "4 -> 5")
-    inside.patch.symbols = ["Scheduler", "invalidate_prefix_cache"]
+    inside.patch.symbols = ["Scheduler", "Scheduler.invalidate_prefix_cache"]
     assert concern(inside) > 0 and concern(NUDGE) == 0
     assert rank([NUDGE, inside])[0] is inside
 
