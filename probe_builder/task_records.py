@@ -301,7 +301,11 @@ def store_build(
     task = find_task(session=session, instance_id=candidate.instance_id)
     if task is not None:
         if _unchanged(session, task, fields, material):
-            table = CoverageTable.model_validate(task.coverage)
+            table = placed_again(CoverageTable.model_validate(task.coverage), material)
+            if table.model_dump(mode="json") != task.coverage:
+                task.coverage = table.model_dump(mode="json")
+                session.add(task)
+                session.flush()
             return _build_result(task, BuildAction.unchanged, material, table)
         refuse_if_graded(session, task, "rebuilt")
         assert task.id is not None
@@ -319,6 +323,31 @@ def store_build(
     set_task_status(session=session, task=task, status=TaskStatus.built)
     table = _store_rows(session, task, material)
     return _build_result(task, action, material, table)
+
+
+def placed_again(table: CoverageTable, material: TaskMaterial) -> CoverageTable:
+    """The stored table with what each promise is about and where each patch lies as the
+    material now says, and its survivors linked again by them: a table stored before
+    probewatch placed them (or placed them otherwise) gets the places without a run. The
+    material is unchanged, so its promises and patches are the table's, in its order."""
+    if len(table.adversarials) != len(material.adversarials) or len(table.promises) != len(
+        material.checks
+    ):
+        return table  # not the table of this material: left as it is
+    adversarials = [
+        row.model_copy(update={"symbols": list(material.symbols_of(proposed))})
+        for row, proposed in zip(table.adversarials, material.adversarials, strict=True)
+    ]
+    placed = build_coverage_table(
+        table.instance_id,
+        material.checks,
+        probes=table.probes,
+        adversarials=adversarials,
+        original_rejects=table.original_rejects,
+        waiting={w.path: w.reason for w in table.waiting},
+        notes=table.notes,
+    )
+    return placed.model_copy(update={"validated_with": table.validated_with})
 
 
 def _store_rows(session: Session, task: Task, material: TaskMaterial) -> CoverageTable:

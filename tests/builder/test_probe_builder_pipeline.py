@@ -352,6 +352,39 @@ def test_a_second_validation_with_nothing_changed_makes_no_run(sqlite_engine, me
     assert forced.runs > 0
 
 
+def test_an_unchanged_rebuild_places_a_table_stored_without_places(sqlite_engine, memo, tmp_path):
+    add_candidate(sqlite_engine, memo, decision=Decision.accepted)
+    build_task(engine=sqlite_engine, instance_id=INSTANCE, mirror=memo.repo, settings=SETTINGS)
+    probes = [ProbeFile(GOOD_PATH, GOOD_PROBE, PromiseCategory.state)]
+    first = validate(sqlite_engine, memo, tmp_path / "runs", probes=probes, use_coverage=False)
+    with session_scope(sqlite_engine) as session:
+        task = get_task(session=session, instance_id=INSTANCE)
+        placed = stored_coverage(task)
+        # the table as a probewatch that did not place promises and patches stored it
+        task.coverage = placed.model_copy(
+            update={
+                "promises": [p.model_copy(update={"concerns": []}) for p in placed.promises],
+                "adversarials": [a.model_copy(update={"symbols": []}) for a in placed.adversarials],
+            }
+        ).model_dump(mode="json")
+        session.add(task)
+    assert any(p.concerns for p in placed.promises) and any(a.symbols for a in placed.adversarials)
+
+    again = build_task(
+        engine=sqlite_engine, instance_id=INSTANCE, mirror=memo.repo, settings=SETTINGS
+    )
+    assert again.action == "unchanged"
+    with session_scope(sqlite_engine) as session:
+        task = get_task(session=session, instance_id=INSTANCE)
+        assert stored_coverage(task) == placed  # places, links and what it was validated with
+        assert len(list_validation_runs(session=session, task_id=task.id)) == first.runs
+    # and the validation it was stored with still stands: no run
+    assert (
+        validate(sqlite_engine, memo, tmp_path / "runs", probes=probes, use_coverage=False).runs
+        == 0
+    )
+
+
 def test_a_probe_folder_needs_test_files_and_known_categories(tmp_path):
     folder = probe_folder(tmp_path)
     probes = load_probe_folder(folder, probe_dir="checks")
