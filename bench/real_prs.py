@@ -41,9 +41,11 @@ from bot.watchfile import WatchedRepo, example_watch_file, load_watch_file
 from pr_miner.mining import mine
 from pr_miner.sources.git_source import GitSource
 from probe_builder.pipeline import (
+    UNCHANGED_NOTE,
     ProgressEvent,
     RepoSettings,
     Stage,
+    ValidationResult,
     build_task,
     changed_test_modules,
     test_placements,
@@ -209,12 +211,22 @@ def run_one(
             workspace_root=home / "runs",
         )
         row.validate_seconds = time.monotonic() - validate_started
-        row.outcome = "validated" if result.stats is not None else "waits: nothing runs here"
+        row.outcome = outcome_of(result)
     except ProbewatchError as exc:
         row.outcome, row.error = "error", f"{type(exc).__name__}: {exc}"[:400]
     describe(engine, home, instance, row, before)
     row.wall_seconds = time.monotonic() - started
     return row
+
+
+def outcome_of(result: ValidationResult) -> str:
+    """Validated here, validated by an earlier run whose inputs are all the same, or waiting
+    (nothing of the PR's could run on this runner)."""
+    if result.stats is not None:
+        return "validated"
+    if any(note.startswith(UNCHANGED_NOTE) for note in result.notes):
+        return "validated before, inputs unchanged: not run again"
+    return "waits: nothing runs here"
 
 
 def describe(engine: Engine, home: Path, instance: str, row: Row, before: set[str]) -> None:

@@ -471,9 +471,12 @@ def validation_fingerprint(
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+UNCHANGED_NOTE = "nothing changed since the last validation"
+
+
 def _unchanged_result(stored: StoredTask) -> ValidationResult:
     table = stored.table
-    note = "nothing changed since the last validation: its result stands, no run was made"
+    note = f"{UNCHANGED_NOTE}: its result stands, no run was made"
     return ValidationResult(
         instance_id=stored.instance_id,
         accepted=any(p.accepted for p in table.probes),

@@ -18,6 +18,7 @@ from bench.real_prs import (
     claim_figures,
     enough,
     main,
+    outcome_of,
     survivor_places,
     watched_entry,
 )
@@ -105,6 +106,20 @@ def test_a_killed_patch_in_code_the_promise_is_not_about_decides_nothing():
         }
     )
     assert claim_evidence(inside) == {CONTRADICTED: 1}
+
+
+def test_a_validation_not_run_again_is_not_called_waiting():
+    from probe_builder.adversarial.survivors import SearchStats
+    from probe_builder.pipeline import UNCHANGED_NOTE, ValidationResult
+
+    def result(stats, notes=()) -> ValidationResult:
+        table = CoverageTable(instance_id="o__r-5")
+        return ValidationResult("o__r-5", False, (), (), stats, 0, 0, tuple(notes), table)
+
+    unchanged = result(None, [f"{UNCHANGED_NOTE}: its result stands, no run was made"])
+    assert outcome_of(unchanged) == "validated before, inputs unchanged: not run again"
+    assert outcome_of(result(None)) == "waits: nothing runs here"
+    assert outcome_of(result(SearchStats(1, 1, 1, 0.5, 1, 1, 1, True, True))) == "validated"
 
 
 def test_the_claims_precision_is_backed_over_decided():
