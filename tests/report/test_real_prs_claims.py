@@ -122,6 +122,18 @@ def test_a_validation_not_run_again_is_not_called_waiting():
     assert outcome_of(result(SearchStats(1, 1, 1, 0.5, 1, 1, 1, True, True))) == "validated"
 
 
+def test_the_claims_of_a_table_validated_before_count_and_those_of_a_waiting_pr_do_not(capsys):
+    from bench.real_prs import REUSED, print_table
+
+    rows = [
+        Row(1, "a", 1, outcome=REUSED, claims={BACKED: 1}),
+        Row(2, "b", 1, outcome="validated", claims={CONTRADICTED: 1}),
+        Row(3, "c", 1, outcome="waits: nothing runs here", claims={CONTRADICTED: 5}),
+    ]
+    print_table(rows)
+    assert "precision 0.50" in capsys.readouterr().out
+
+
 def test_the_claims_precision_is_backed_over_decided():
     rows = [Row(1, "a", 1, claims={BACKED: 3, OPEN: 4}), Row(2, "b", 1, claims={CONTRADICTED: 1})]
     text = claim_figures(rows)
