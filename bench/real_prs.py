@@ -71,6 +71,11 @@ from task_registry.types import Control, Decision, FilterVerdict, PromiseVerdict
 FAILING = ("failed", "error", "timeout")
 
 
+# A row's outcome when the PR's table was validated: by this run, or by an earlier one whose
+# inputs were all the same (no run made).
+VALIDATED, REUSED = "validated", "validated before, inputs unchanged: not run again"
+
+
 @dataclass
 class Row:
     number: int
@@ -217,9 +222,6 @@ def run_one(
     describe(engine, home, instance, row, before)
     row.wall_seconds = time.monotonic() - started
     return row
-
-
-VALIDATED, REUSED = "validated", "validated before, inputs unchanged: not run again"
 
 
 def outcome_of(result: ValidationResult) -> str:

@@ -133,7 +133,7 @@ def _survivor_cell(table: CoverageTable, ids: Sequence[str]) -> str:
             if a.rejected_by
             else " (no probe rejects it)"
         )
-        place = f" in {a.symbols[-1]}" if a.symbols else ""
+        place = f" in {a.place}" if a.place else ""
         lines.append(f"{a.id}: {a.description}{place}{killed}")
     return "\n".join(lines) or "-"
 

@@ -302,8 +302,9 @@ def store_build(
     if task is not None:
         if _unchanged(session, task, fields, material):
             table = placed_again(CoverageTable.model_validate(task.coverage), material)
-            if table.model_dump(mode="json") != task.coverage:
-                task.coverage = table.model_dump(mode="json")
+            stored = table.model_dump(mode="json")
+            if stored != task.coverage:
+                task.coverage = stored
                 session.add(task)
                 session.flush()
             return _build_result(task, BuildAction.unchanged, material, table)

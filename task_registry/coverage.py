@@ -74,6 +74,12 @@ class AdversarialCoverage(BaseModel):
     # results on every recorded and edge input): listed here, never reported as a gap.
     equivalent: str = ""
 
+    @property
+    def place(self) -> str:
+        """The innermost changed definition that holds its line (a method rather than its
+        class); empty when none is known."""
+        return self.symbols[-1] if self.symbols else ""
+
 
 class PromiseCoverage(BaseModel):
     position: int
@@ -94,8 +100,10 @@ class PromiseCoverage(BaseModel):
         definition, or a patch whose place is unknown, gives no place to compare."""
         if adversarial.promise_category != self.category:
             return False
-        if not self.concerns or not adversarial.symbols:
-            return True
+        return not self.concerns or not adversarial.symbols or self.holds(adversarial)
+
+    def holds(self, adversarial: AdversarialCoverage) -> bool:
+        """A definition the promise concerns holds the patch's line (it or one around it)."""
         return bool(set(self.concerns) & set(adversarial.symbols))
 
     @property

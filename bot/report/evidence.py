@@ -84,9 +84,7 @@ class Gap:
         """The innermost changed definition that holds the patch, when it or one around it
         is code the lead promise concerns (its quote names it, or it is right behind what
         the quote names); empty when the link rests on the patch's kind alone."""
-        if set(self.patch.symbols) & set(self.lead.concerns):
-            return self.patch.symbols[-1]
-        return ""
+        return self.patch.place if self.lead.holds(self.patch) else ""
 
     def suggestion(self) -> str:
         text = SUGGESTIONS[self.category]

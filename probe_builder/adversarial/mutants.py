@@ -163,8 +163,7 @@ def _line_candidates(source: Source, line: int) -> list[Candidate]:
     if enclosing:
         innermost = max(enclosing, key=lambda f: f.lineno)
         for stmt in statements:
-            kept = keep_alive(source, innermost, stmt) if stmt.lineno == line else None
-            if kept is not None:
+            if stmt.lineno == line and (kept := keep_alive(source, innermost, stmt)) is not None:
                 found.append(kept)
     for stmt in statements:
         found.extend(statement_candidates(source, stmt, line))
