@@ -44,6 +44,7 @@ SUPPRESS_BELOW = 0.35
 JUDGED_PRIOR: Mapping[str, float] = {
     "keep_alive": 0.7,
     "repeat_collective": 0.7,
+    "repeat_work": 0.6,
     "drop_compile": 0.7,
     "delete_call": 0.7,
     "bypass_cache": 0.7,
@@ -65,6 +66,7 @@ JUDGED_PRIOR: Mapping[str, float] = {
 OPERATOR_PRIOR: Mapping[str, float] = {
     "keep_alive": 0.7,
     "repeat_collective": 0.7,
+    "repeat_work": 0.6,
     "drop_compile": 0.7,
     "delete_call": 0.7,
     "bypass_cache": 0.7,

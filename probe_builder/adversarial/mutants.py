@@ -29,6 +29,7 @@ from probe_builder.adversarial.mutation_ops import (
     early_return,
     expression_candidates,
     keep_alive,
+    repeat_work,
     statement_candidates,
 )
 from probe_builder.gitio import TreeReader
@@ -52,6 +53,7 @@ OPERATOR_PRIORITY: tuple[MutationOperator, ...] = (
     MutationOperator.compare_flip,
     MutationOperator.bool_flip,
     MutationOperator.arith_swap,
+    MutationOperator.repeat_work,
     MutationOperator.delete_call,
     MutationOperator.constant,
 )
@@ -70,6 +72,7 @@ OPERATOR_CATEGORY: dict[MutationOperator, PromiseCategory] = {
     MutationOperator.bypass_cache: PromiseCategory.state,
     MutationOperator.keep_alive: PromiseCategory.memory,
     MutationOperator.repeat_collective: PromiseCategory.traffic,
+    MutationOperator.repeat_work: PromiseCategory.time,
     MutationOperator.drop_compile: PromiseCategory.mode,
 }
 # Operators that break one resource or mode and leave every result as it was: their category
@@ -78,6 +81,7 @@ RESULT_PRESERVING = frozenset(
     {
         MutationOperator.keep_alive,
         MutationOperator.repeat_collective,
+        MutationOperator.repeat_work,
         MutationOperator.drop_compile,
     }
 )
@@ -163,8 +167,11 @@ def _line_candidates(source: Source, line: int) -> list[Candidate]:
     if enclosing:
         innermost = max(enclosing, key=lambda f: f.lineno)
         for stmt in statements:
-            if stmt.lineno == line and (kept := keep_alive(source, innermost, stmt)) is not None:
-                found.append(kept)
+            if stmt.lineno != line:
+                continue
+            for operator in (keep_alive, repeat_work):
+                if (candidate := operator(source, innermost, stmt)) is not None:
+                    found.append(candidate)
     for stmt in statements:
         found.extend(statement_candidates(source, stmt, line))
         if stmt.lineno == line:

@@ -32,6 +32,7 @@ class MutationOperator(StrEnum):
     bypass_cache = "bypass_cache"
     keep_alive = "keep_alive"
     repeat_collective = "repeat_collective"
+    repeat_work = "repeat_work"
     drop_compile = "drop_compile"
 
 
@@ -59,6 +60,24 @@ IDEMPOTENT_COLLECTIVES = frozenset(
         "_all_gather_base",
     }
 )
+# Callees that are not the same work done again when called twice: they draw random numbers,
+# read a clock, an iterator or a file, send or receive, open a socket, a process or a group,
+# touch the file system, or change an object (a model wrapped, sharded or patched in place) or
+# a registry (whole underscore-separated words of the callee's last name; a trailing
+# underscore is torch's in-place convention).
+NOT_REPEATABLE = re.compile(
+    r"(?:^|_)(?:rand|randn|randint|randperm|random|sample|shuffle|permutation|choice|multinomial"
+    r"|bernoulli|dropout|seed|uuid\d?|time|perf_counter|monotonic|now|next|iter|open|input|read"
+    r"|write|print|send|recv|put|get|pop|push|append|extend|insert|remove|add|update|set"
+    r"|register|submit|launch|start|stop|wait|sleep|close|save|load|step|backward|emit|acquire"
+    r"|release|init|initialize|create|new|allocate|spawn|connect|socket|listen|bind|accept"
+    r"|popen|run|call|exec|system|fork|kill|mkdir|makedirs|unlink|rename|generate|forward"
+    r"|apply|wrap|shard|patch|replace|inject|attach|enable|disable|freeze|prepare|offload"
+    r"|onload|fill|zero|flush|commit|lock|unlock)(?:_|$)|_$",
+    re.I,
+)
+# Arguments that make a call write into what it is given.
+WRITING_KEYWORDS = frozenset({"out", "inplace"})
 # Where a function first gives an object its attributes: releasing one there releases nothing.
 CONSTRUCTORS = frozenset({"__init__", "__post_init__", "__new__", "setUp", "setup_method"})
 KEPT = "_probewatch_kept"  # the module-level list a keep_alive mutant appends to
@@ -591,6 +610,70 @@ def _bound_before(
     return False
 
 
+def _imported_names(tree: ast.AST) -> frozenset[str]:
+    """The names the module binds by importing (``torch``, ``F`` of ``... as F``)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return frozenset(names)
+
+
+def _repeatable(source: Source, call: ast.Call, targets: set[str]) -> str | None:
+    """The callee's dotted name when calling it again does the same work and changes
+    nothing: a function (not a method of the object, nor a class, nor a callable object a
+    name holds) that draws no random number and writes nothing, on arguments that make no
+    call of their own and do not read what the statement assigns."""
+    name = dotted_name(call.func)
+    if name is None:
+        return None
+    root, last = name.split(".")[0], name.rsplit(".", 1)[-1]
+    if root in ("self", "cls", "super") or last[:1].isupper() or NOT_REPEATABLE.search(last):
+        return None
+    if "_" not in last.strip("_") and root not in _imported_names(source.tree):
+        return None  # ``model(x)``, ``fn(x)``: an object whose call may keep state
+    if any(k.arg in WRITING_KEYWORDS for k in call.keywords):
+        return None
+    arguments = [*call.args, *(k.value for k in call.keywords)]
+    for node in (n for a in arguments for n in ast.walk(a)):
+        if isinstance(node, ast.Call | ast.Await | ast.Yield | ast.YieldFrom | ast.NamedExpr):
+            return None
+        if isinstance(node, ast.Lambda) or (isinstance(node, ast.Name) and node.id in targets):
+            return None
+    return name
+
+
+def repeat_work(
+    source: Source, function: ast.FunctionDef | ast.AsyncFunctionDef, stmt: ast.stmt
+) -> Candidate | None:
+    """A computation the statement assigns (``w = compute_weights(a, b)``) done twice, the
+    first result thrown away: the code computes the same and does the work again (a time
+    promise broken, "computed once", "no redundant work", and nothing else). Only a call
+    whose second run changes nothing (:func:`_repeatable`), assigned to plain names."""
+    if function.name in CONSTRUCTORS or not source.starts_line(stmt):
+        return None
+    if not isinstance(stmt, ast.Assign) or not isinstance(stmt.value, ast.Call):
+        return None
+    names = [n for t in stmt.targets for n in ast.walk(t)]
+    plain = all(isinstance(n, ast.Name | ast.Tuple | ast.List | ast.Store) for n in names)
+    if not plain:
+        return None
+    targets = {n.id for n in names if isinstance(n, ast.Name)}
+    name = _repeatable(source, stmt.value, targets)
+    if name is None:
+        return None
+    twice = f"{source.segment(stmt.value)}; "
+    return _before(MutationOperator.repeat_work, source, stmt, twice, f"compute {name}() twice")
+
+
+def _before(
+    operator: MutationOperator, source: Source, stmt: ast.stmt, text: str, description: str
+) -> Candidate:
+    """``text`` inserted on ``stmt``'s line, before it."""
+    at = source.span(stmt)[0]
+    return Candidate(operator, stmt.lineno, at, at, text, description)
+
+
 def _read_back(source: Source, target: ast.expr, assigned: bool) -> str:
     """How the mutant reads what a statement releases. An attribute set to None may not
     be there yet (a reset before the first fill): read with a default, so the mutant does
@@ -618,12 +701,6 @@ def keep_alive(
         return None
     kept = ", ".join(source.segment(t) for t in targets)
     read = ", ".join(_read_back(source, t, isinstance(stmt, ast.Assign)) for t in targets)
-    at = source.span(stmt)[0]
-    return Candidate(
-        MutationOperator.keep_alive,
-        stmt.lineno,
-        at,
-        at,
-        f'globals().setdefault("{KEPT}", []).extend(({read},)); ',
-        f"keep {kept} alive instead of releasing it",
-    )
+    held = f'globals().setdefault("{KEPT}", []).extend(({read},)); '
+    description = f"keep {kept} alive instead of releasing it"
+    return _before(MutationOperator.keep_alive, source, stmt, held, description)

@@ -65,6 +65,7 @@ BASE = "def f(x, n):\n    y = x / n\n    return y\n"
             PromiseCategory.traffic,
         ),
         ("    z = torch.compile(model)\n", MutationOperator.drop_compile, PromiseCategory.mode),
+        ("    z = combine_rows(x, y)\n", MutationOperator.repeat_work, PromiseCategory.time),
     ],
 )
 def test_each_operator_mutates_an_added_line_and_names_its_category(
@@ -413,6 +414,60 @@ def test_a_collective_run_twice_leaves_the_result_and_doubles_the_calls(tmp_path
     exec((pr.apply(mutants[0].patch, tmp_path / "twice") / "m.py").read_text(), namespace)
     assert namespace["sync"](Dist(), 3) == 3  # type: ignore[operator]
     assert calls == ["broadcast", "broadcast", "all_reduce"]
+
+
+WEIGHTS = """import math
+
+calls = []
+
+
+def importance_weights(logp, old_logp):
+    calls.append("weights")
+    return [math.exp(a - b) for a, b in zip(logp, old_logp)]
+
+
+def reweight(rewards, logp, old_logp):
+    w = importance_weights(logp, old_logp)
+    return [r * x for r, x in zip(rewards, w)]
+"""
+
+
+def test_work_done_twice_leaves_the_result_and_doubles_the_calls(tmp_path) -> None:
+    base = "def reweight(rewards, logp, old_logp):\n    return rewards\n"
+    pr, mutants = _mutants(tmp_path, base, WEIGHTS)
+    twice = [m for m in mutants if m.operator is MutationOperator.repeat_work]
+    assert [(m.line, m.promise_category) for m in twice] == [(12, PromiseCategory.time)]
+    golden: dict[str, object] = {}
+    exec(pr.head_tree.read("m.py"), golden)
+    mutated: dict[str, object] = {}
+    exec((pr.apply(twice[0].patch, tmp_path / "twice") / "m.py").read_text(), mutated)
+    args = ([1.0, 2.0], [0.0, -1.0], [0.5, -1.0])
+    assert mutated["reweight"](*args) == golden["reweight"](*args)  # type: ignore[operator]
+    assert mutated["calls"] == ["weights", "weights"] and golden["calls"] == ["weights"]
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "z = model(x)",  # a callable object: a second call may change what it keeps
+        "z = self.combine_rows(x)",  # a method may change its object
+        "z = Combiner(x)",  # a constructor
+        "x = combine_rows(x)",  # reads what it assigns: the second run sees the first's result
+        "z = combine_rows(x, torch.ones(3))",  # an argument makes a call of its own
+        "z = combine_rows(x, out=y)",  # writes into what it is given
+        "z = torch.randn(3)",  # draws random numbers
+        "z = next_batch(x)",  # reads an iterator
+        "z = append_row(x, y)",  # changes what it is given
+        "z = scale_(x)",  # torch's in-place convention
+        "z = fully_shard(model)",  # wraps the model it is given in place
+        "z = torch.distributed.new_group(x)",  # a process group each time
+        "self.z = combine_rows(x)",  # not a plain name
+    ],
+)
+def test_work_that_changes_something_when_done_again_is_not_repeated(tmp_path, statement) -> None:
+    head = f"import torch\n\n\ndef f(x, y, model, self):\n    {statement}\n    return x\n"
+    _, mutants = _mutants(tmp_path, "def f(x, y, model, self):\n    return x\n", head)
+    assert MutationOperator.repeat_work not in {m.operator for m in mutants}
 
 
 STAND_IN_TORCH = """class torch:  # stands in for torch: records what it compiles
