@@ -662,16 +662,11 @@ def repeat_work(
     name = _repeatable(source, stmt.value, targets)
     if name is None:
         return None
-    twice = f"{source.segment(stmt.value)}; "
-    return _before(MutationOperator.repeat_work, source, stmt, twice, f"compute {name}() twice")
-
-
-def _before(
-    operator: MutationOperator, source: Source, stmt: ast.stmt, text: str, description: str
-) -> Candidate:
-    """``text`` inserted on ``stmt``'s line, before it."""
-    at = source.span(stmt)[0]
-    return Candidate(operator, stmt.lineno, at, at, text, description)
+    # on a line of its own before the statement: the diff shows the call added, nothing removed
+    at = source.offset(stmt.lineno, 0)
+    twice = f"{source.indent_of(stmt.lineno)}{source.segment(stmt.value)}\n"
+    description = f"compute {name}() twice"
+    return Candidate(MutationOperator.repeat_work, stmt.lineno, at, at, twice, description)
 
 
 def _read_back(source: Source, target: ast.expr, assigned: bool) -> str:
@@ -701,6 +696,12 @@ def keep_alive(
         return None
     kept = ", ".join(source.segment(t) for t in targets)
     read = ", ".join(_read_back(source, t, isinstance(stmt, ast.Assign)) for t in targets)
-    held = f'globals().setdefault("{KEPT}", []).extend(({read},)); '
-    description = f"keep {kept} alive instead of releasing it"
-    return _before(MutationOperator.keep_alive, source, stmt, held, description)
+    at = source.span(stmt)[0]
+    return Candidate(
+        MutationOperator.keep_alive,
+        stmt.lineno,
+        at,
+        at,
+        f'globals().setdefault("{KEPT}", []).extend(({read},)); ',
+        f"keep {kept} alive instead of releasing it",
+    )
