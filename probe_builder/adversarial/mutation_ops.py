@@ -610,15 +610,6 @@ def _bound_before(
     return False
 
 
-def _imported_names(tree: ast.AST) -> frozenset[str]:
-    """The names the module binds by importing (``torch``, ``F`` of ``... as F``)."""
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import | ast.ImportFrom):
-            names.update((a.asname or a.name).split(".")[0] for a in node.names)
-    return frozenset(names)
-
-
 def _repeatable(source: Source, call: ast.Call, targets: set[str]) -> str | None:
     """The callee's dotted name when calling it again does the same work and changes
     nothing: a function (not a method of the object, nor a class, nor a callable object a
@@ -630,7 +621,7 @@ def _repeatable(source: Source, call: ast.Call, targets: set[str]) -> str | None
     root, last = name.split(".")[0], name.rsplit(".", 1)[-1]
     if root in ("self", "cls", "super") or last[:1].isupper() or NOT_REPEATABLE.search(last):
         return None
-    if "_" not in last.strip("_") and root not in _imported_names(source.tree):
+    if "_" not in last.strip("_") and root not in source.imported_names:
         return None  # ``model(x)``, ``fn(x)``: an object whose call may keep state
     if any(k.arg in WRITING_KEYWORDS for k in call.keywords):
         return None

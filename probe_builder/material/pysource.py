@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from probewatch.errors import BuildError
 from probewatch.syntax import parse_module
@@ -52,6 +53,16 @@ class Source:
     @property
     def lines(self) -> list[str]:
         return self.text.splitlines(keepends=True)
+
+    @cached_property
+    def imported_names(self) -> frozenset[str]:
+        """The names the module binds by importing, at any depth (``torch``, ``F`` of
+        ``... as F``, ``compute`` of ``from .ops import compute``)."""
+        names: set[str] = set()
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        return frozenset(names)
 
     def offset(self, lineno: int, col_bytes: int) -> int:
         """Character offset of (1-based line, UTF-8 byte column)."""
