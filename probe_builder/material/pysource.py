@@ -9,7 +9,7 @@ last-first so earlier offsets stay valid.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -55,14 +55,25 @@ class Source:
         return self.text.splitlines(keepends=True)
 
     @cached_property
-    def imported_names(self) -> frozenset[str]:
-        """The names the module binds by importing, at any depth (``torch``, ``F`` of
-        ``... as F``, ``compute`` of ``from .ops import compute``)."""
-        names: set[str] = set()
+    def imported_from(self) -> Mapping[str, str]:
+        """Each name the module binds by importing, at any depth, and the top-level package
+        it comes from (``torch`` and ``F`` of ``import torch.nn.functional as F``: "torch";
+        ``compute`` of ``from .ops import compute``: "." for a relative import)."""
+        found: dict[str, str] = {}
         for node in ast.walk(self.tree):
-            if isinstance(node, ast.Import | ast.ImportFrom):
-                names.update((a.asname or a.name).split(".")[0] for a in node.names)
-        return frozenset(names)
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    found[(alias.asname or alias.name).split(".")[0]] = alias.name.split(".")[0]
+            elif isinstance(node, ast.ImportFrom):
+                package = "." if node.level else (node.module or "").split(".")[0]
+                for alias in node.names:
+                    found[alias.asname or alias.name] = package
+        return found
+
+    @cached_property
+    def imported_names(self) -> frozenset[str]:
+        """The names the module binds by importing (:attr:`imported_from`)."""
+        return frozenset(self.imported_from)
 
     def offset(self, lineno: int, col_bytes: int) -> int:
         """Character offset of (1-based line, UTF-8 byte column)."""
