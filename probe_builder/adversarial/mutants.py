@@ -28,6 +28,7 @@ from probe_builder.adversarial.mutation_ops import (
     arid_lines,
     early_return,
     expression_candidates,
+    hold_result,
     keep_alive,
     repeat_work,
     statement_candidates,
@@ -54,6 +55,7 @@ OPERATOR_PRIORITY: tuple[MutationOperator, ...] = (
     MutationOperator.bool_flip,
     MutationOperator.arith_swap,
     MutationOperator.repeat_work,
+    MutationOperator.hold_result,
     MutationOperator.delete_call,
     MutationOperator.constant,
 )
@@ -73,6 +75,7 @@ OPERATOR_CATEGORY: dict[MutationOperator, PromiseCategory] = {
     MutationOperator.keep_alive: PromiseCategory.memory,
     MutationOperator.repeat_collective: PromiseCategory.traffic,
     MutationOperator.repeat_work: PromiseCategory.time,
+    MutationOperator.hold_result: PromiseCategory.memory,
     MutationOperator.drop_compile: PromiseCategory.mode,
 }
 # Operators that break one resource or mode and leave every result as it was: their category
@@ -82,6 +85,7 @@ RESULT_PRESERVING = frozenset(
         MutationOperator.keep_alive,
         MutationOperator.repeat_collective,
         MutationOperator.repeat_work,
+        MutationOperator.hold_result,
         MutationOperator.drop_compile,
     }
 )
@@ -169,7 +173,7 @@ def _line_candidates(source: Source, line: int) -> list[Candidate]:
         for stmt in statements:
             if stmt.lineno != line:
                 continue
-            for operator in (keep_alive, repeat_work):
+            for operator in (keep_alive, repeat_work, hold_result):
                 if (candidate := operator(source, innermost, stmt)) is not None:
                     found.append(candidate)
     for stmt in statements:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
@@ -33,6 +34,7 @@ class MutationOperator(StrEnum):
     keep_alive = "keep_alive"
     repeat_collective = "repeat_collective"
     repeat_work = "repeat_work"
+    hold_result = "hold_result"
     drop_compile = "drop_compile"
 
 
@@ -658,6 +660,64 @@ def repeat_work(
     twice = f"{source.indent_of(stmt.lineno)}{source.segment(stmt.value)}\n"
     description = f"compute {name}() twice"
     return Candidate(MutationOperator.repeat_work, stmt.lineno, at, at, twice, description)
+
+
+# A call that looks something up rather than computes it (``get_group()``, ``is_ready()``,
+# ``len(x)``): its result is held elsewhere already, or is too small to matter.
+LOOKUP = re.compile(r"^_*(get|is|has|current|default|find|lookup|len|count|num|size)(_|$)", re.I)
+# A call that opens or starts something (a client, a process group, a remote actor, a loaded
+# class): holding it keeps a connection or a process alive, more than memory.
+OPENS = re.compile(
+    r"(?:^|_)(?:create|new|open|connect|client|socket|spawn|remote|group|process|thread|pool"
+    r"|session|server|launch|start|init|initialize|load|extern)(?:_|$)",
+    re.I,
+)
+
+
+def _computed_by(source: Source, call: ast.Call) -> str | None:
+    """The callee's dotted name when the call computes a new value: a function (not a class
+    nor a class's factory) of a package the module imports, not of the standard library,
+    that neither looks something up nor opens something."""
+    name = dotted_name(call.func)
+    if name is None:
+        return None
+    root, last = name.split(".")[0], name.rsplit(".", 1)[-1]
+    package = source.imported_from.get(root)
+    if package is None or package in sys.stdlib_module_names or package == "__future__":
+        return None
+    if root[:1].isupper() or last[:1].isupper() or LOOKUP.search(last) or OPENS.search(last):
+        return None  # a class, its factory (``OmegaConf.create``), a lookup, something opened
+    return name
+
+
+def hold_result(
+    source: Source, function: ast.FunctionDef | ast.AsyncFunctionDef, stmt: ast.stmt
+) -> Candidate | None:
+    """What the statement computes (``w = torch.exp(log_ratio)``) also appended to a
+    module-level list: the code computes the same, and every call's result stays in memory
+    (a memory promise broken, "memory-efficient", "no large intermediate tensors", and
+    nothing else: the tensor kept for logging that holds a step's memory). Only a name
+    assigned the result of a call that computes a new value (:func:`_computed_by`)."""
+    if function.name in CONSTRUCTORS or not source.starts_line(stmt):
+        return None
+    if not isinstance(stmt, ast.Assign) or not isinstance(stmt.value, ast.Call):
+        return None
+    if len(stmt.targets) != 1 or not isinstance(stmt.targets[0], ast.Name):
+        return None
+    name = _computed_by(source, stmt.value)
+    if name is None:
+        return None
+    # on a line of its own after the statement: the diff shows a line added, nothing removed
+    end = stmt.end_lineno or stmt.lineno
+    held = stmt.targets[0].id
+    text = f'{source.indent_of(stmt.lineno)}globals().setdefault("{KEPT}", []).append({held})\n'
+    if end < len(source.lines):
+        at = source.offset(end + 1, 0)
+    else:
+        at = len(source.text)
+        text = ("" if source.text.endswith("\n") else "\n") + text
+    description = f"hold every {name}() result alive"
+    return Candidate(MutationOperator.hold_result, stmt.lineno, at, at, text, description)
 
 
 def _read_back(source: Source, target: ast.expr, assigned: bool) -> str:

@@ -470,6 +470,88 @@ def test_work_that_changes_something_when_done_again_is_not_repeated(tmp_path, s
     assert MutationOperator.repeat_work not in {m.operator for m in mutants}
 
 
+ROWOPS = """calls = []
+
+
+def clip(xs):
+    return [min(max(x, -5.0), 5.0) for x in xs]
+
+
+def exp_weights(xs):
+    calls.append("weights")
+    return [2.0**x for x in xs]
+"""
+HELD = """import rowops
+
+
+def reweight(rewards, logp):
+    w = rowops.exp_weights(rowops.clip(logp))
+    return [r * x for r, x in zip(rewards, w)]
+"""
+
+
+def test_a_result_held_across_calls_leaves_the_result_and_keeps_every_one(
+    tmp_path, monkeypatch
+) -> None:
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "rowops.py").write_text(ROWOPS)
+    monkeypatch.syspath_prepend(str(tmp_path / "lib"))
+    base = "import rowops\n\n\ndef reweight(rewards, logp):\n    return rewards\n"
+    pr, mutants = _mutants(tmp_path, base, HELD)
+    held = [m for m in mutants if m.operator is MutationOperator.hold_result]
+    assert [(m.line, m.promise_category) for m in held] == [(5, PromiseCategory.memory)]
+    mutated_file = pr.apply(held[0].patch, tmp_path / "held") / "m.py"
+    golden_lines = pr.head_tree.read("m.py").splitlines()
+    held_line = '    globals().setdefault("_probewatch_kept", []).append(w)'
+    # a line of its own after the statement: the diff shows one line added, nothing removed
+    assert mutated_file.read_text().splitlines() == [
+        *golden_lines[:5],
+        held_line,
+        *golden_lines[5:],
+    ]
+    golden: dict[str, object] = {}
+    exec(pr.head_tree.read("m.py"), golden)
+    mutated: dict[str, object] = {}
+    exec(mutated_file.read_text(), mutated)
+    for step in range(3):
+        args = ([1.0, 2.0], [0.5 * step, 9.0])
+        assert mutated["reweight"](*args) == golden["reweight"](*args)  # type: ignore[operator]
+    assert len(mutated["_probewatch_kept"]) == 3  # type: ignore[arg-type]
+    assert "_probewatch_kept" not in golden
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "z = len(rowops.clip(x))",  # a builtin: nothing imported computes it
+        "z = math.exp(math.log(x))",  # the standard library's: a number, not a buffer
+        "z = Rows(rowops.clip(x))",  # a class
+        "z = OmegaConf.create(rowops.clip(x))",  # a class's factory: a config, not a computation
+        "z = rowops.get_group(rowops.clip(x))",  # a lookup: held elsewhere already
+        "z = rowops.create_client(rowops.clip(x))",  # opens something: holding it keeps a connection
+        "z = rowops.remote_actor.remote(rowops.clip(x))",  # starts a remote actor
+        "self.z = rowops.exp_weights(rowops.clip(x))",  # not a plain name
+        "a, b = rowops.split(rowops.clip(x))",  # several names
+        "z = x",  # no call
+    ],
+)
+def test_a_result_that_is_no_new_computation_is_not_held(tmp_path, statement) -> None:
+    # each call has a call in its arguments, so repeat_work (ranked first) cannot take the line
+    imports = (
+        "import math\n\nimport rowops\nfrom omegaconf import OmegaConf\nfrom rows import Rows\n"
+    )
+    head = f"{imports}\n\ndef f(x, self):\n    {statement}\n    return x\n"
+    _, mutants = _mutants(tmp_path, f"{imports}\n\ndef f(x, self):\n    return x\n", head)
+    assert MutationOperator.hold_result not in {m.operator for m in mutants}
+
+
+def test_a_result_is_not_held_in_a_constructor(tmp_path) -> None:
+    head = "import rowops\n\n\nclass C:\n    def __init__(self, x):\n        w = rowops.exp_weights(rowops.clip(x))\n        self.w = w\n"
+    base = "import rowops\n\n\nclass C:\n    def __init__(self, x):\n        self.w = x\n"
+    _, mutants = _mutants(tmp_path, base, head)
+    assert MutationOperator.hold_result not in {m.operator for m in mutants}
+
+
 STAND_IN_TORCH = """class torch:  # stands in for torch: records what it compiles
     compiled = []
 
