@@ -34,6 +34,7 @@ from probe_builder.promises.phrases import (
     BEHAVIOUR_CLAIM,
     CAVEAT_SECTIONS,
     COMMAND_LINE,
+    CONVERGENCE,
     COST,
     CUES,
     DOCS_ONLY_TITLE,
@@ -217,6 +218,10 @@ def _categories(sentence: Sentence) -> list[PromiseCategory]:
         and not MEMORY_FOOTPRINT.search(text)
     ):
         found.remove(PromiseCategory.memory)  # memory a kernel reads through, not memory held
+    if PromiseCategory.time in found and not CUES[PromiseCategory.time].search(
+        CONVERGENCE.sub(" ", text)
+    ):
+        found.remove(PromiseCategory.time)  # steps to converge, not time
     if MEASURING.search(text) and not FAILURE_FIXED.search(text):
         found = [c for c in found if c not in RESOURCE_CATEGORIES]
     if LIMITATION.search(text):  # what the change does not do, or not yet

@@ -336,6 +336,15 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
     ),
 }
 
+# Faster convergence: fewer steps or samples to reach a quality, not less time per step
+# ("accelerate training convergence", "converges faster"); a time cue said only there is
+# no time promise.
+CONVERGENCE = rx(
+    r"\b(faster|quicker|accelerat\w*|speed(s|ing)? up|sped up|improv\w*)"
+    r"(\s+(?!and\b|or\b)[\w-]+){0,2}\s+converg\w*",
+    r"\bconverg\w*\s+(\w+\s+)?(faster|quicker|more quickly|sooner)\b",
+)
+
 # A sentence about measuring a resource promises nothing about the resource itself.
 MEASURING = rx(
     r"\b(log(s|ging|ged)?|logger|profil\w*|visuali[sz]\w*|monitor\w*|metrics?|trac(e|ing))\b",

@@ -422,6 +422,20 @@ def test_performance_said_better_after_the_word_is_a_time_promise(sentence, time
     assert (PromiseCategory.time in _body_categories(sentence)) is time
 
 
+@pytest.mark.parametrize(
+    ("sentence", "time"),
+    [
+        ("Faster convergence in many scenarios.", False),
+        ("Curriculum sampling can significantly accelerate training convergence.", False),
+        ("With the new schedule the policy converges much faster.", False),
+        ("Faster rollout and faster convergence.", True),  # the rollout's speed is time
+        ("Reduce step time by 30% with convergence unchanged.", True),
+    ],
+)
+def test_faster_convergence_is_fewer_steps_not_time(sentence, time):
+    assert (PromiseCategory.time in _body_categories(sentence)) is time
+
+
 C = PromiseCategory
 
 
