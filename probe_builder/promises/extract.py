@@ -69,6 +69,7 @@ from probe_builder.promises.phrases import (
     TEST_WORDS,
     TITLE_CLAUSE,
     TITLE_TAGS,
+    TRAFFIC_CUT_FOR_MEASURING,
     heading_name,
 )
 from task_registry.types import PromiseCategory
@@ -223,7 +224,8 @@ def _categories(sentence: Sentence) -> list[PromiseCategory]:
     ):
         found.remove(PromiseCategory.time)  # steps to converge, not time
     if MEASURING.search(text) and not FAILURE_FIXED.search(text):
-        found = [c for c in found if c not in RESOURCE_CATEGORIES]
+        kept = (PromiseCategory.traffic,) if TRAFFIC_CUT_FOR_MEASURING.search(text) else ()
+        found = [c for c in found if c not in RESOURCE_CATEGORIES or c in kept]
     if LIMITATION.search(text):  # what the change does not do, or not yet
         found = [c for c in found if c not in (PromiseCategory.mode, PromiseCategory.state)]
     found = _without_costs(text, found)

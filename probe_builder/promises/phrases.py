@@ -245,6 +245,7 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         + r"(communication volume|transfers?|copy|copying|copies|data collect|send|bytes"
         r"|gather\w*|d2h|h2d|round[- ]trips?)\b",
         r"\b(number|count) of (calls|bytes|collectives|messages|transfers)\b",
+        r"\b(number|count) of (\w+ )?" + _COLLECTIVE,
         # one collective replaced by another ("replace the all-reduce with a reduce-scatter",
         # "all-gather + all-reduce -> all-gather")
         r"\breplac\w*\b[^.]{0,30}"
@@ -283,6 +284,12 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\bdata movement\b|\b(hbm|memory) round[- ]?trips?\b|\bstorage i/?o\b",
         r"\b(won'?t|not|no longer|don'?t|never|instead of)\b[^.]{0,20}\bcop(y|ies|ying)\b",
         r"\b(redundant|unnecessary|extra)\b[^.]{0,20}\.?clone",
+        # a driver copy call made less often ("reduce cudaMemcpyAsync")
+        r"\b((" + _REDUCE + r"|avoid|skip|remov|eliminat)\w*|cut|fewer|less|no)\b[^.]{0,20}memcpy",
+        # data no longer sent, a collective run only when needed ("gate all_gather on ...")
+        r"\bno longer\b[^.]{0,20}\b(send|transfer|transmit|broadcast|all[-_ ]?gather)\w*",
+        r"\bgat(e|es|ed|ing)\s+(\w+\s+)?" + _COLLECTIVE,
+        r"\b(without|avoid\w*|no)\s+re-?transmi\w*",
     ),
     PromiseCategory.state: rx(*_STATE_BEHAVIOURS, *_STATE_OPERATIONS),
     PromiseCategory.mode: rx(
@@ -357,6 +364,12 @@ MEASURING = rx(
 FAILURE_FIXED = rx(
     r"\b(fix\w*|avoid\w*|prevent\w*|resolv\w*)\b(?:[^.]|\.(?=\d)){0,40}"
     r"\b(oom|ooms|out[- ]of[- ]memory|leak\w*)\b"
+)
+# Communication cut for what measures ("reduce the number of collectives this logging
+# needs"): the logging costs the traffic, and the sentence promises less of it.
+TRAFFIC_CUT_FOR_MEASURING = rx(
+    r"\b((" + _REDUCE + r"|avoid|skip|remov|eliminat)\w*|cut|fewer|less|no)\b[^.]{0,25}"
+    r"\b(collectives|communication|" + _COLLECTIVE + r"s?|syncs|synchroni[sz]ations)\b"
 )
 # What the change works with only ("is only supported with the new loader").
 _ONLY_COMPATIBLE = r"\b(is |are )?only (compatible|supported) (with|on|for|in|under|by)\b"

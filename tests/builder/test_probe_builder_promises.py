@@ -436,6 +436,22 @@ def test_faster_convergence_is_fewer_steps_not_time(sentence, time):
     assert (PromiseCategory.time in _body_categories(sentence)) is time
 
 
+@pytest.mark.parametrize(
+    ("sentence", "traffic"),
+    [
+        ("Cut the cudaMemcpyAsync calls in the sampler by batching the indices.", True),
+        ("The engine no longer needs to send the full prompt to each worker.", True),
+        ("Gate the all-gather on whether the adapters are sharded.", True),
+        ("Weights stay on the device across restarts without retransmission.", True),
+        ("Reduce the number of all-reduces this metrics logging needs.", True),
+        ("Log the number of all-reduces per step.", False),  # measuring, not cutting
+        ("The memcpy kernel performance is improved on newer drivers.", False),
+    ],
+)
+def test_traffic_cut_in_copies_sends_and_gated_collectives(sentence, traffic):
+    assert (PromiseCategory.traffic in _body_categories(sentence)) is traffic
+
+
 C = PromiseCategory
 
 
