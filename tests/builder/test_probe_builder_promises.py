@@ -452,6 +452,20 @@ def test_traffic_cut_in_copies_sends_and_gated_collectives(sentence, traffic):
     assert (PromiseCategory.traffic in _body_categories(sentence)) is traffic
 
 
+@pytest.mark.parametrize(
+    ("sentence", "memory"),
+    [
+        ("Offload the optimizer state to the CPU between steps.", True),
+        ("Activations are offloaded after the forward pass.", True),
+        ("Add a tiered KV cache offloading framework.", False),  # a cache's storage tier
+        ("The offloading connector now reports each finished job.", False),
+        ("Offload the last block to the CPU store when a request finishes.", False),
+    ],
+)
+def test_offloading_a_kv_cache_tier_is_not_a_memory_promise(sentence, memory):
+    assert (PromiseCategory.memory in _body_categories(sentence)) is memory
+
+
 C = PromiseCategory
 
 
