@@ -55,7 +55,7 @@ M, T, X, S, D, N, F = (
 # issue's targets (P 0.85 / R 0.75 per resource, state and mode category, PR-level recall
 # 0.85) are not met yet; the floors keep what is measured from slipping back.
 PROMISE_FLOORS = {
-    M: (0.85, 0.70),
+    M: (0.90, 0.70),
     T: (0.55, 0.50),
     X: (0.55, 0.30),
     S: (0.45, 0.60),
@@ -64,7 +64,7 @@ PROMISE_FLOORS = {
     F: (0.55, 0.50),
 }
 PR_FLOORS = {
-    M: (0.90, 0.80),
+    M: (1.00, 0.80),
     T: (0.75, 0.70),
     X: (0.85, 0.50),
     S: (0.70, 0.80),
