@@ -147,7 +147,7 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         # weights, activations or optimizer state moved off the device; a KV-cache tier (blocks
         # offloaded through a connector) is a cache's storage, not memory the model spends
         r"(?<!kv[- ]cache )(?<!kv )(?<!kv-)\boffload(s|ed|ing)?\b(?!" + _TO_THREADS + r")"
-        r"(?![^.]{0,40}\b(kv|connectors?|blocks?)\b)",
+        r"(?![\s-]+(\w+[\s-]+){0,2}(kv|connectors?|blocks?)\b)",
         r"\b(kv[- ]?cache|cache) (memory|capacity)\b",
         # a model that fits on fewer devices
         r"\b(reduc\w*|lower\w*|fewer|less)\b[^.]{0,20}\b(minimum )?(number of )?(gpus|devices)\b",

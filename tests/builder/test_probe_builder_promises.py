@@ -457,6 +457,7 @@ def test_traffic_cut_in_copies_sends_and_gated_collectives(sentence, traffic):
     [
         ("Offload the optimizer state to the CPU between steps.", True),
         ("Activations are offloaded after the forward pass.", True),
+        ("Sleep mode offloads the weights, then drops the KV cache.", True),  # weights offloaded
         ("Add a tiered KV cache offloading framework.", False),  # a cache's storage tier
         ("The offloading connector now reports each finished job.", False),
         ("Offload the last block to the CPU store when a request finishes.", False),
