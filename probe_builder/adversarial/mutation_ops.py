@@ -704,11 +704,14 @@ def hold_result(
         return None
     if len(stmt.targets) != 1 or not isinstance(stmt.targets[0], ast.Name):
         return None
+    end = stmt.end_lineno or stmt.lineno
+    after = source.text[source.span(stmt)[1] : source.offset(end, 0) + len(source.line_text(end))]
+    if after.strip() and not after.strip().startswith("#"):
+        return None  # ``w = f(x); return w``: a line after it may never run
     name = _computed_by(source, stmt.value)
     if name is None:
         return None
     # on a line of its own after the statement: the diff shows a line added, nothing removed
-    end = stmt.end_lineno or stmt.lineno
     held = stmt.targets[0].id
     text = f'{source.indent_of(stmt.lineno)}globals().setdefault("{KEPT}", []).append({held})\n'
     if end < len(source.lines):

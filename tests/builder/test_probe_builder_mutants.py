@@ -533,6 +533,7 @@ def test_a_result_held_across_calls_leaves_the_result_and_keeps_every_one(
         "self.z = rowops.exp_weights(rowops.clip(x))",  # not a plain name
         "a, b = rowops.split(rowops.clip(x))",  # several names
         "z = x",  # no call
+        "z = rowops.exp_weights(rowops.clip(x)); return z",  # a line after it would never run
     ],
 )
 def test_a_result_that_is_no_new_computation_is_not_held(tmp_path, statement) -> None:
