@@ -117,7 +117,11 @@ CATEGORY_HINTS: tuple[tuple[re.Pattern[str], PromiseCategory], ...] = (
         PromiseCategory.numeric,
     ),
     (
-        re.compile(r"cache|reset|invalidate|clear|counter|version|dirty|_step\b|state", re.I),
+        re.compile(
+            r"cache|reset|invalidate|clear|counter|version|dirty|_step\b|state"
+            r"|checkpoint|ckpt|resum|restor|reload|save_to|load_from|dump",
+            re.I,
+        ),
         PromiseCategory.state,
     ),
     (re.compile(r"timer|elapsed|overlap|prefetch|stream", re.I), PromiseCategory.time),

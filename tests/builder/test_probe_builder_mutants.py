@@ -32,6 +32,13 @@ BASE = "def f(x, n):\n    y = x / n\n    return y\n"
     ("added", "operator", "category"),
     [
         ("    cache.clear()\n", MutationOperator.delete_call, PromiseCategory.state),
+        # saved, dumped or loaded for a later run: state kept across runs
+        ("    model.save_to_disk(x)\n", MutationOperator.delete_call, PromiseCategory.state),
+        (
+            "    if x.resume_from_checkpoint:\n        z = 1\n",
+            MutationOperator.force_branch,
+            PromiseCategory.state,
+        ),
         (
             "    torch.distributed.all_reduce(x)\n",
             MutationOperator.delete_call,
