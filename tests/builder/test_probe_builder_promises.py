@@ -422,51 +422,6 @@ def test_performance_said_better_after_the_word_is_a_time_promise(sentence, time
     assert (PromiseCategory.time in _body_categories(sentence)) is time
 
 
-@pytest.mark.parametrize(
-    ("sentence", "time"),
-    [
-        ("Faster convergence in many scenarios.", False),
-        ("Curriculum sampling can significantly accelerate training convergence.", False),
-        ("With the new schedule the policy converges much faster.", False),
-        ("Faster rollout and faster convergence.", True),  # the rollout's speed is time
-        ("Reduce step time by 30% with convergence unchanged.", True),
-    ],
-)
-def test_faster_convergence_is_fewer_steps_not_time(sentence, time):
-    assert (PromiseCategory.time in _body_categories(sentence)) is time
-
-
-@pytest.mark.parametrize(
-    ("sentence", "traffic"),
-    [
-        ("Cut the cudaMemcpyAsync calls in the sampler by batching the indices.", True),
-        ("The engine no longer needs to send the full prompt to each worker.", True),
-        ("Gate the all-gather on whether the adapters are sharded.", True),
-        ("Weights stay on the device across restarts without retransmission.", True),
-        ("Reduce the number of all-reduces this metrics logging needs.", True),
-        ("Log the number of all-reduces per step.", False),  # measuring, not cutting
-        ("The memcpy kernel performance is improved on newer drivers.", False),
-    ],
-)
-def test_traffic_cut_in_copies_sends_and_gated_collectives(sentence, traffic):
-    assert (PromiseCategory.traffic in _body_categories(sentence)) is traffic
-
-
-@pytest.mark.parametrize(
-    ("sentence", "memory"),
-    [
-        ("Offload the optimizer state to the CPU between steps.", True),
-        ("Activations are offloaded after the forward pass.", True),
-        ("Sleep mode offloads the weights, then drops the KV cache.", True),  # weights offloaded
-        ("Add a tiered KV cache offloading framework.", False),  # a cache's storage tier
-        ("The offloading connector now reports each finished job.", False),
-        ("Offload the last block to the CPU store when a request finishes.", False),
-    ],
-)
-def test_offloading_a_kv_cache_tier_is_not_a_memory_promise(sentence, memory):
-    assert (PromiseCategory.memory in _body_categories(sentence)) is memory
-
-
 C = PromiseCategory
 
 
@@ -703,6 +658,29 @@ SENTENCE_CUES = [
     ("Add decode full-graph support to the MLA backend.", C.mode, True),
     ("Add an option to use standalone_compile.", C.mode, True),
     ("Add a graph of the pass rates to the dashboard.", C.mode, False),
+    # faster convergence is fewer steps, not time
+    ("Faster convergence in many scenarios.", C.time, False),
+    ("Curriculum sampling can significantly accelerate training convergence.", C.time, False),
+    ("With the new schedule the policy converges much faster.", C.time, False),
+    ("Faster rollout and faster convergence.", C.time, True),  # the rollout's speed is time
+    ("Reduce step time by 30% with convergence unchanged.", C.time, True),
+    # driver copies cut, data no longer sent, a collective gated, no retransmission; a cut in
+    # the collectives logging needs is traffic, measuring them is not
+    ("Cut the cudaMemcpyAsync calls in the sampler by batching the indices.", C.traffic, True),
+    ("The engine no longer needs to send the full prompt to each worker.", C.traffic, True),
+    ("Gate the all-gather on whether the adapters are sharded.", C.traffic, True),
+    ("Weights stay on the device across restarts without retransmission.", C.traffic, True),
+    ("Reduce the number of all-reduces this metrics logging needs.", C.traffic, True),
+    ("Log the number of all-reduces per step.", C.traffic, False),
+    ("The memcpy kernel performance is improved on newer drivers.", C.traffic, False),
+    # weights, activations or optimizer state offloaded are memory; a KV-cache tier is a
+    # cache's storage
+    ("Offload the optimizer state to the CPU between steps.", C.memory, True),
+    ("Activations are offloaded after the forward pass.", C.memory, True),
+    ("Sleep mode offloads the weights, then drops the KV cache.", C.memory, True),
+    ("Add a tiered KV cache offloading framework.", C.memory, False),
+    ("The offloading connector now reports each finished job.", C.memory, False),
+    ("Offload the last block to the CPU store when a request finishes.", C.memory, False),
 ]
 
 
