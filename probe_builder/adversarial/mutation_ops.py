@@ -636,6 +636,18 @@ def _repeatable(source: Source, call: ast.Call, targets: set[str]) -> str | None
     return name
 
 
+def _assigned_call(
+    source: Source, function: ast.FunctionDef | ast.AsyncFunctionDef, stmt: ast.stmt
+) -> tuple[ast.Assign, ast.Call] | None:
+    """The assignment and its call when ``stmt`` assigns a call's result, starts its line and
+    is not in a constructor: where repeat_work and hold_result may add a line."""
+    if function.name in CONSTRUCTORS or not source.starts_line(stmt):
+        return None
+    if not isinstance(stmt, ast.Assign) or not isinstance(stmt.value, ast.Call):
+        return None
+    return stmt, stmt.value
+
+
 def repeat_work(
     source: Source, function: ast.FunctionDef | ast.AsyncFunctionDef, stmt: ast.stmt
 ) -> Candidate | None:
@@ -643,21 +655,20 @@ def repeat_work(
     first result thrown away: the code computes the same and does the work again (a time
     promise broken, "computed once", "no redundant work", and nothing else). Only a call
     whose second run changes nothing (:func:`_repeatable`), assigned to plain names."""
-    if function.name in CONSTRUCTORS or not source.starts_line(stmt):
+    if (assigned := _assigned_call(source, function, stmt)) is None:
         return None
-    if not isinstance(stmt, ast.Assign) or not isinstance(stmt.value, ast.Call):
-        return None
-    names = [n for t in stmt.targets for n in ast.walk(t)]
+    assign, call = assigned
+    names = [n for t in assign.targets for n in ast.walk(t)]
     plain = all(isinstance(n, ast.Name | ast.Tuple | ast.List | ast.Store) for n in names)
     if not plain:
         return None
     targets = {n.id for n in names if isinstance(n, ast.Name)}
-    name = _repeatable(source, stmt.value, targets)
+    name = _repeatable(source, call, targets)
     if name is None:
         return None
     # on a line of its own before the statement: the diff shows the call added, nothing removed
     at = source.offset(stmt.lineno, 0)
-    twice = f"{source.indent_of(stmt.lineno)}{source.segment(stmt.value)}\n"
+    twice = f"{source.indent_of(stmt.lineno)}{source.segment(call)}\n"
     description = f"compute {name}() twice"
     return Candidate(MutationOperator.repeat_work, stmt.lineno, at, at, twice, description)
 
@@ -698,29 +709,29 @@ def hold_result(
     (a memory promise broken, "memory-efficient", "no large intermediate tensors", and
     nothing else: the tensor kept for logging that holds a step's memory). Only a name
     assigned the result of a call that computes a new value (:func:`_computed_by`)."""
-    if function.name in CONSTRUCTORS or not source.starts_line(stmt):
+    if (assigned := _assigned_call(source, function, stmt)) is None:
         return None
-    if not isinstance(stmt, ast.Assign) or not isinstance(stmt.value, ast.Call):
-        return None
-    if len(stmt.targets) != 1 or not isinstance(stmt.targets[0], ast.Name):
+    assign, call = assigned
+    if len(assign.targets) != 1 or not isinstance(target := assign.targets[0], ast.Name):
         return None
     end = stmt.end_lineno or stmt.lineno
-    after = source.text[source.span(stmt)[1] : source.offset(end, 0) + len(source.line_text(end))]
-    if after.strip() and not after.strip().startswith("#"):
+    line_end = source.offset(end, 0) + len(source.line_text(end))  # the next line's start
+    after = source.text[source.span(stmt)[1] : line_end].strip()
+    if after and not after.startswith("#"):
         return None  # ``w = f(x); return w``: a line after it may never run
-    name = _computed_by(source, stmt.value)
+    name = _computed_by(source, call)
     if name is None:
         return None
     # on a line of its own after the statement: the diff shows a line added, nothing removed
-    held = stmt.targets[0].id
-    text = f'{source.indent_of(stmt.lineno)}globals().setdefault("{KEPT}", []).append({held})\n'
-    if end < len(source.lines):
-        at = source.offset(end + 1, 0)
-    else:
-        at = len(source.text)
-        text = ("" if source.text.endswith("\n") else "\n") + text
+    text = (
+        f'{source.indent_of(stmt.lineno)}globals().setdefault("{KEPT}", []).append({target.id})\n'
+    )
+    if source.text[line_end - 1 : line_end] != "\n":
+        text = "\n" + text  # the statement ends the file without a newline
     description = f"hold every {name}() result alive"
-    return Candidate(MutationOperator.hold_result, stmt.lineno, at, at, text, description)
+    return Candidate(
+        MutationOperator.hold_result, stmt.lineno, line_end, line_end, text, description
+    )
 
 
 def _read_back(source: Source, target: ast.expr, assigned: bool) -> str:
