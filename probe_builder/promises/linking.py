@@ -61,6 +61,11 @@ MIN_COVERAGE = 0.5  # the share of a symbol's name words a quote must use to nam
 MIN_DOC_WORDS = 3
 MIN_BEHIND_NAME = 4  # a changed name this short ("get", "run") is no lead to the code behind
 DISTINCTIVE_SHARE = 0.25  # words a quote must share with a changed function's docstring
+# A function that only declares command-line flags (``_add_inference_args``): its name shares
+# a word with every promise about its area, yet tests run what reads the flags, not it.
+FLAG_DECLARATIONS = re.compile(
+    r"^_?(add|register|define)_\w*(args|arguments|flags|options)$|^_?(add|build)_\w*parser$"
+)
 
 
 def words_of(text: str) -> frozenset[str]:
@@ -265,7 +270,8 @@ def link(quote: str, code: CodeUnderTest) -> Link:
     """The changed symbols ``quote`` concerns (weakly: all of them, when it names none).
 
     An identifier the quote names wins; else the symbols most of whose name words the
-    quote uses; else those whose docstring shares several words with it. Without known
+    quote uses; else those whose docstring shares several words with it. A function that
+    only declares command-line flags is linked only when named. Without known
     symbols (a bare profile) the link is empty and every test reaches it.
     """
     if not code.symbols:
@@ -275,13 +281,14 @@ def link(quote: str, code: CodeUnderTest) -> Link:
     if named:
         return Link(frozenset(named), True)
     words = words_of(quote)
-    scores = {s.name: _coverage(s, words) for s in code.symbols}
-    best = max(scores.values())
+    by_words = [s for s in code.symbols if not FLAG_DECLARATIONS.match(s.name)]
+    scores = {s.name: _coverage(s, words) for s in by_words}
+    best = max(scores.values(), default=0.0)
     if best >= MIN_COVERAGE:
         return Link(frozenset(n for n, v in scores.items() if v == best), True)
     distinctive = _distinctive(code.symbols) & words
-    by_word = {s.name for s in code.symbols if s.name_words & distinctive}
-    by_word |= {s.name for s in code.symbols if len(s.doc_words & words) >= MIN_DOC_WORDS}
+    by_word = {s.name for s in by_words if s.name_words & distinctive}
+    by_word |= {s.name for s in by_words if len(s.doc_words & words) >= MIN_DOC_WORDS}
     if by_word:
         return Link(frozenset(by_word), True)
     return Link(frozenset(s.name for s in code.symbols), False)
