@@ -11,7 +11,9 @@ text, its test's name or its inputs use a word of that: "blockwise" in "support
 'blockwise' tp_mode" for a test of the function that reads the flag). When the
 quote names no changed symbol the link is weak: only a test named for the
 promise (its name uses several words of the quote), on an assertion computed
-from changed code, can check it. ``checked`` needs an added assertion on the
+from changed code, can check it; unless it is the title's functional promise,
+which speaks for the whole change: then a test of the changed code checks it on
+an assertion that bears on a word of the title. ``checked`` needs an added assertion on the
 promise's observable: memory promises an assertion that reads a memory API,
 time promises a timer (a promise that work is skipped: a counted call),
 traffic promises counted bytes or calls in a test that talks to a
@@ -22,7 +24,8 @@ earlier one's), mode promises an assertion in a test that captures, replays or
 compiles (or switches that option on), numeric promises a tolerance or allclose
 assertion (a promise to zero or mask values out: also one that they are exactly
 zero), functional promises a value or call assertion (or, when the promise
-is that the code raises or reports an error, an assertion that expects it).
+is that the code raises or reports an error, an assertion that expects it; when
+it is about sizes, padding, chunks or limits, also a length or a shape).
 ``exercised``: the tests (or a launch script of the test patch) run the code,
 or the changed code right behind it (a helper it calls, the function that reads
 its flag), but do not assert that; ``unchecked``: no added test reaches it. The
@@ -210,6 +213,8 @@ def _rule(promise: ExtractedPromise) -> Rule:
         return _time_or_skipped_calls
     if promise.category is PromiseCategory.numeric and ZEROING.search(promise.quote):
         return _numeric_or_zeros
+    if promise.category is PromiseCategory.functional and SIZED.search(promise.quote):
+        return _functional_or_sizes
     return RULES[promise.category]
 
 
@@ -223,6 +228,30 @@ def _numeric(test: TestTraits, sites: list[AssertionSite]) -> AssertionSite | No
 
 def _functional(test: TestTraits, sites: list[AssertionSite]) -> AssertionSite | None:
     return _first(sites, kinds=VALUE_KINDS)
+
+
+# A functional promise about how many or how large (padding, chunking, a limit on samples, a
+# split into shards): a length or a shape is its observable, so an assertion on one checks it.
+SIZED = re.compile(
+    r"\b(pad\w*|chunk\w*|split\w*|shard\w*|limit\w*|truncat\w*|max\w*|number of|sizes?"
+    r"|lengths?|counts?|slic\w*|partition\w*|sampl\w*|batch\w*)\b",
+    re.I,
+)
+SIZE_ASSERTION = re.compile(r"\blen\(|\.shape\b|\.size\(|\.numel\(")
+
+
+def _functional_or_sizes(test: TestTraits, sites: list[AssertionSite]) -> AssertionSite | None:
+    found = _functional(test, sites)
+    if found is not None:
+        return found
+    sizes = [
+        s
+        for s in sites
+        if s.kind is AssertionKind.structural
+        and SIZE_ASSERTION.search(s.text)
+        and not VACUOUS.search(s.text)
+    ]
+    return sizes[0] if sizes else None
 
 
 RULES: dict[PromiseCategory, Rule] = {
@@ -368,7 +397,11 @@ def _checking_site(
        names (an assertion on the helper alone checks the helper).
     3. A test named for the promise (for a state promise, also a test that saves and then
        loads the changed code), on an assertion computed from any changed code: the only
-       check a promise that names no changed symbol (a weak link) can have.
+       check a promise that names no changed symbol (a weak link) can have ...
+    4. ... but for the title's own functional promise ("MTP inference fixes", a squash
+       commit's subject): it speaks for the whole change, so a test reaching the changed
+       code checks it on an assertion computed from that code which bears on a word of the
+       title (its text, its test's name or the names it is computed from).
     """
     if linked.strong:
         found = _check_in(promise, reached.tests, _sites_for(promise, code, linked.names, None))
@@ -386,7 +419,20 @@ def _checking_site(
     if promise.category is PromiseCategory.state:
         # a save and a load of the changed code, then a value asserted: the state promised
         named_for += [t for t in reached.tests if t.round_trip_line and t not in named_for]
-    return _check_in(promise, named_for, _sites_for(promise, code, changed, None))
+    found = _check_in(promise, named_for, _sites_for(promise, code, changed, None))
+    if found is None and _speaks_for_the_change(promise, linked):
+        on_title = _sites_for(promise, code, changed, quote_words)
+        found = _check_in(promise, reached.tests, on_title)
+    return found
+
+
+def _speaks_for_the_change(promise: ExtractedPromise, linked: Link) -> bool:
+    """The title's functional promise, naming no changed symbol: what the whole change does."""
+    return (
+        not linked.strong
+        and promise.position == 0
+        and promise.category is PromiseCategory.functional
+    )
 
 
 def _exercised_by(linked: Link, code: CodeUnderTest, tests: list[TestTraits]) -> str | None:

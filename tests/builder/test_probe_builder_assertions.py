@@ -14,7 +14,7 @@ from probe_builder.promises.assertions import (
     profile_test_patch,
 )
 from probe_builder.promises.extract import ExtractedPromise
-from probe_builder.promises.linking import CodeUnderTest, changed_symbol
+from probe_builder.promises.linking import CodeUnderTest, changed_symbol, link
 from probe_builder.promises.verdicts import judge_promise, judge_promises
 from task_registry.types import PromiseCategory, PromiseVerdict
 from tests.probe_builder_support import make_pr
@@ -364,8 +364,11 @@ def _code(source: str, *symbols: str, docs: dict[str, str] | None = None) -> Cod
     )
 
 
-def _verdict(category: PromiseCategory, quote: str, code: CodeUnderTest) -> PromiseVerdict:
-    return judge_promises([ExtractedPromise(category=category, quote=quote)], code)[0].verdict
+def _verdict(
+    category: PromiseCategory, quote: str, code: CodeUnderTest, position: int = 0
+) -> PromiseVerdict:
+    promise = ExtractedPromise(category=category, quote=quote, position=position)
+    return judge_promises([promise], code)[0].verdict
 
 
 def test_promises_are_unchecked_when_no_added_test_touches_the_changed_code():
@@ -586,6 +589,22 @@ def test_a_promise_is_judged_on_the_tests_that_reach_the_symbols_it_names():
     assert _verdict(PromiseCategory.functional, "add fused_loss", code) is PromiseVerdict.checked
 
 
+@pytest.mark.parametrize(
+    ("quote", "linked"),
+    [
+        # "inference" is a word of the flags' declaration too: the engine is what it concerns
+        ("enable multi-node inference in the engine", {"InferenceEngine"}),
+        # a promise that names the declaration itself still links to it
+        ("_add_inference_args gains --inference-nodes", {"_add_inference_args"}),
+    ],
+)
+def test_a_function_declaring_flags_is_linked_only_when_named(quote, linked):
+    # A link by name words that took the flags' declaration would judge the promise on the
+    # tests of argument parsing.
+    code = _code(ALLCLOSE_TEST, "_add_inference_args", "InferenceEngine", "other.add_parser")
+    assert link(quote, code).names == linked
+
+
 def test_a_docstring_links_a_promise_that_does_not_name_the_function():
     code = _code(
         ALLCLOSE_TEST,
@@ -602,6 +621,70 @@ def test_a_promise_that_names_no_changed_symbol_is_at_most_exercised():
     code = _code(ALLCLOSE_TEST, "fused_loss")
     quote = "improves stability for everyone"
     assert _verdict(PromiseCategory.numeric, quote, code) is PromiseVerdict.exercised
+
+
+SIZES_TEST = """
+from pkg import regroup
+
+
+def test_regroup():
+    chunks = regroup([1, 2, 3], 2)
+    assert len(chunks) == 2
+"""
+
+
+@pytest.mark.parametrize(
+    ("quote", "verdict"),
+    [
+        # a promise about how many or how large: a length is what it promises
+        ("regroup pads the batch to a multiple of the chunk count", PromiseVerdict.checked),
+        ("regroup limits the samples per rank", PromiseVerdict.checked),
+        # a promise about something else: a length says nothing of it
+        ("regroup supports custom reward functions", PromiseVerdict.exercised),
+    ],
+)
+def test_a_length_asserted_checks_a_functional_promise_about_sizes(quote, verdict):
+    # A verdict that took no length as a check fails the first two; one that took any length
+    # for any promise fails the third.
+    code = _code(SIZES_TEST, "regroup")
+    assert _verdict(PromiseCategory.functional, quote, code) is verdict
+
+
+def test_an_existence_check_is_no_size_check():
+    code = _code(SIZES_TEST.replace("len(chunks) == 2", "isinstance(chunks, list)"), "regroup")
+    quote = "regroup pads the batch to a multiple of the chunk count"
+    assert _verdict(PromiseCategory.functional, quote, code) is PromiseVerdict.exercised
+
+
+TITLE_TEST = """
+from pkg import engine_step
+
+
+def test_inference_step_returns_tokens():
+    assert engine_step([1, 2]) == [3]
+"""
+
+
+@pytest.mark.parametrize(
+    ("position", "quote", "verdict"),
+    [
+        # a squash commit's subject speaks for the whole change: a test of the changed code
+        # bearing on a word of it checks it
+        (0, "Inference fixes", PromiseVerdict.checked),
+        # the same words in the body name one behaviour among others: too weak a link
+        (1, "Inference fixes", PromiseVerdict.exercised),
+        # a title whose words no assertion bears on
+        (0, "Tokenizer cleanup", PromiseVerdict.exercised),
+    ],
+)
+def test_a_titles_functional_promise_is_checked_by_a_test_of_the_change_bearing_on_it(
+    position, quote, verdict
+):
+    # A verdict that never read a title as the whole change fails the first case; one that
+    # took any assertion on the change for any weak promise fails the other two.
+    code = _code(TITLE_TEST, "engine_step")
+    promise = ExtractedPromise(category=PromiseCategory.functional, quote=quote, position=position)
+    assert judge_promises([promise], code)[0].verdict is verdict
 
 
 ROUND_TRIP_TEST = """
@@ -1454,10 +1537,12 @@ def test_{name}(model):
     ],
 )
 def test_a_test_named_for_the_promise_checks_it_without_a_link(name, value, verdict):
-    # "Fix tied parameters" names no changed symbol: the link is weak, and only a test written
-    # for the promise (its name uses several of the quote's words) can check it.
+    # "Fix tied parameters", a sentence of the body, names no changed symbol: the link is weak,
+    # and only a test written for the promise (its name uses several of the quote's words) can
+    # check it.
     code = _code(NAMED_FOR_TEST.format(name=name, value=value), "Shard", "other.Unused")
-    assert _verdict(PromiseCategory.functional, "Fix tied parameters", code) is verdict
+    quote = "Fix tied parameters"
+    assert _verdict(PromiseCategory.functional, quote, code, position=1) is verdict
 
 
 @pytest.mark.parametrize(
@@ -1473,7 +1558,8 @@ def test_a_test_named_for_the_promise_checks_it_without_a_link(name, value, verd
 def test_a_test_name_that_inflects_the_quotes_words_is_named_for_it(name, quote, verdict):
     source = NAMED_FOR_TEST.replace("test_{name}", f"test_{name}")
     code = _code(source.format(value="shard.weight_count"), "Shard", "other.Unused")
-    assert _verdict(PromiseCategory.functional, quote, code) is PromiseVerdict(verdict)
+    said = _verdict(PromiseCategory.functional, quote, code, position=1)  # a body sentence
+    assert said is PromiseVerdict(verdict)
 
 
 SHARD_ROUND_TRIP_TEST = """
