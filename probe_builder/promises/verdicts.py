@@ -304,10 +304,11 @@ def aspect_of(promise: ExtractedPromise, linked: Link) -> frozenset[str]:
 
 def _bears_on(site: AssertionSite, aspect: frozenset[str]) -> bool:
     """The assertion's text, its test's name or the names its value is computed from use a
-    word of the promise's aspect."""
+    word of the promise's aspect, however inflected ("padding" in the quote, ``pad`` in the
+    test's name)."""
     words = words_of(site.text) | words_of(site.test)
     words |= frozenset().union(*(words_of(name) for name in site.depends_on))
-    return bool(words & aspect)
+    return bool(_stems(words) & _stems(aspect))
 
 
 def _named_for(quote_words: frozenset[str], test: TestTraits) -> bool:

@@ -671,6 +671,8 @@ def test_inference_step_returns_tokens():
         # a squash commit's subject speaks for the whole change: a test of the changed code
         # bearing on a word of it checks it
         (0, "Inference fixes", PromiseVerdict.checked),
+        # ... a word of it however inflected ("stepping", test_inference_step_...)
+        (0, "Stepping fixes", PromiseVerdict.checked),
         # the same words in the body name one behaviour among others: too weak a link
         (1, "Inference fixes", PromiseVerdict.exercised),
         # a title whose words no assertion bears on
