@@ -73,6 +73,10 @@ _STATE_BEHAVIOURS = (
     r"\breus\w*\b[^.]{0,30}\bcached\b|\bcach(e|es|ed|ing) (the |its |their )?results?\b",
     # what a cache or a step's state keeps that it should have let go (not memory leaked)
     r"\b(cache|state)s? leak\w*",
+    # a cache of computed results kept for later calls or runs (processed inputs, encoder
+    # outputs, compiled artifacts), and what keys it
+    r"\b(mm|multi[- ]?modal|encoder|processor|processing|compile|compilation)\s+cach\w*",
+    r"\bcache (hash\w*|keys?)\b",
     # a state kept as it was, or brought in line ("preserve the SSM state", "should not
     # modify the matcher state", "without synchronizing the cached state")
     r"\b(preserv|modif|mutat|synchroni[sz])\w*\b[^.]{0,40}\bstates?\b",
@@ -88,6 +92,9 @@ _STATE_OPERATIONS = (
     r"\b(weights?|param\w*)[- ](sync\w*|synchroni[sz]\w*|updates?|updating|transfer"
     r"|resharding)\b",
     r"\bsynchroni[sz]\w*\b[^.]{0,30}\b(weights?|param\w*)\b",
+    # checkpoints supported, managed or handled: what a run keeps for the next
+    _CHECKPOINT + r"[^.]{0,20}\b(support\w*|manag\w*|handl\w*|engine)\b",
+    r"\b(support\w*|add\w*|enabl\w*)\b[^.]{0,30}" + _CHECKPOINT,
 )
 STATE_BEHAVIOUR = rx(*_STATE_BEHAVIOURS)
 # Work handed to other threads ("offload the parsing to a worker thread pool"): time
@@ -141,6 +148,11 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\bstrand\w*",
         r"\b(without|no|avoid\w*|not|never)\b[^.]{0,30}\b(additional|extra|separate|its own|new"
         r"|persistent)\b[^.]{0,30}\b(allocat\w*|workspaces?)",
+        r"\b(not|never|without|no longer)\b[^.]{0,20}\ballocat\w*\b[^.]{0,20}\b((its|their) own"
+        r"|separate|extra|additional|new)\b",
+        # a large intermediate never built ("without materializing the full logits")
+        r"\b(avoid\w*|without|no longer|never|not|skip\w*)\b[^.]{0,20}\b(materiali[sz]\w*"
+        r"|constructing)\b",
         r"\bover[- ]?(provision|allocat|reserv|commit)\w*\b",
         r"\bmeta[- ]device\b",
         r"\b(OOM|OOMs|out[- ]of[- ]memory)\b",

@@ -679,6 +679,18 @@ SENTENCE_CUES = [
     ("Activations are offloaded after the forward pass.", C.memory, True),
     ("Sleep mode offloads the weights, then drops the KV cache.", C.memory, True),
     ("Add a tiered KV cache offloading framework.", C.memory, False),
+    # checkpoints supported or managed: state kept for the next run; activation checkpointing
+    # recomputes and keeps nothing
+    ("Add distributed checkpoint support for the new optimizer.", C.state, True),
+    ("Introduce a checkpoint manager for sharded workers.", C.state, True),
+    ("Add selective activation checkpointing to the decoder.", C.state, False),
+    # a cache of computed results, and what keys it
+    ("Enable the encoder cache for the vision tower.", C.state, True),
+    ("Include the media loader options in the cache key.", C.state, True),
+    # an allocation not made, in either order; an intermediate never built
+    ("The draft layers do not allocate their own buffers any more.", C.memory, True),
+    ("Compute the loss without materializing the full logits.", C.memory, True),
+    ("Materialize the config on first use.", C.memory, False),
     ("The offloading connector now reports each finished job.", C.memory, False),
     ("Offload the last block to the CPU store when a request finishes.", C.memory, False),
 ]
