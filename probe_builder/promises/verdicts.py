@@ -25,7 +25,8 @@ compiles (or switches that option on), numeric promises a tolerance or allclose
 assertion (a promise to zero or mask values out: also one that they are exactly
 zero), functional promises a value or call assertion (or, when the promise
 is that the code raises or reports an error, an assertion that expects it; when
-it is about sizes, padding, chunks or limits, also a length or a shape).
+it is about sizes, padding, chunks or limits, also a length or a shape; a numeric or
+functional promise about a precision or a number format, also a dtype).
 ``exercised``: the tests (or a launch script of the test patch) run the code,
 or the changed code right behind it (a helper it calls, the function that reads
 its flag), but do not assert that; ``unchecked``: no added test reaches it. The
@@ -205,6 +206,14 @@ def _numeric_or_zeros(test: TestTraits, sites: list[AssertionSite]) -> Assertion
 
 
 def _rule(promise: ExtractedPromise) -> Rule:
+    rule = _category_rule(promise)
+    for names, reads, categories in NAMED_OBSERVABLES:
+        if promise.category in categories and names.search(promise.quote):
+            rule = _or_reading(rule, reads)
+    return rule
+
+
+def _category_rule(promise: ExtractedPromise) -> Rule:
     if promise.category is PromiseCategory.state and not CHANGE_OF_STATE.search(promise.quote):
         return _state_across_calls
     if promise.category is PromiseCategory.functional and RAISES.search(promise.quote):
@@ -213,8 +222,6 @@ def _rule(promise: ExtractedPromise) -> Rule:
         return _time_or_skipped_calls
     if promise.category is PromiseCategory.numeric and ZEROING.search(promise.quote):
         return _numeric_or_zeros
-    if promise.category is PromiseCategory.functional and SIZED.search(promise.quote):
-        return _functional_or_sizes
     return RULES[promise.category]
 
 
@@ -230,28 +237,41 @@ def _functional(test: TestTraits, sites: list[AssertionSite]) -> AssertionSite |
     return _first(sites, kinds=VALUE_KINDS)
 
 
-# A functional promise about how many or how large (padding, chunking, a limit on samples, a
-# split into shards): a length or a shape is its observable, so an assertion on one checks it.
+# What a promise names as its observable, and the assertion that reads it: a promise about
+# how many or how large (padding, chunks, a limit on samples, a split into shards) is checked
+# by a length or a shape; one about a number format or a precision ("FP32 logits", "dtype
+# customization") by a dtype.
 SIZED = re.compile(
     r"\b(pad\w*|chunk\w*|split\w*|shard\w*|limit\w*|truncat\w*|max\w*|number of|sizes?"
     r"|lengths?|counts?|slic\w*|partition\w*|sampl\w*|batch\w*)\b",
     re.I,
 )
 SIZE_ASSERTION = re.compile(r"\blen\(|\.shape\b|\.size\(|\.numel\(")
+PRECISION = re.compile(
+    r"\b(fp|bf|float|int)\s?(4|8|16|32|64)\w*|\b(mxfp\w*|nvfp\w*|precision|dtypes?"
+    r"|data ?types?|upcast\w*|downcast\w*)\b",
+    re.I,
+)
+DTYPE_ASSERTION = re.compile(r"\.dtype\b|\bdtype\s*==|\btorch\.(float|bfloat|int)\w*\b")
+NAMED_OBSERVABLES: tuple[
+    tuple[re.Pattern[str], re.Pattern[str], frozenset[PromiseCategory]], ...
+] = (
+    (SIZED, SIZE_ASSERTION, frozenset({PromiseCategory.functional})),
+    (PRECISION, DTYPE_ASSERTION, frozenset({PromiseCategory.functional, PromiseCategory.numeric})),
+)
 
 
-def _functional_or_sizes(test: TestTraits, sites: list[AssertionSite]) -> AssertionSite | None:
-    found = _functional(test, sites)
-    if found is not None:
-        return found
-    sizes = [
-        s
-        for s in sites
-        if s.kind is AssertionKind.structural
-        and SIZE_ASSERTION.search(s.text)
-        and not VACUOUS.search(s.text)
-    ]
-    return sizes[0] if sizes else None
+def _or_reading(rule: Rule, reads: re.Pattern[str]) -> Rule:
+    """``rule``, or else an assertion that reads the observable the promise names (not an
+    existence check)."""
+
+    def checked(test: TestTraits, sites: list[AssertionSite]) -> AssertionSite | None:
+        found = rule(test, sites)
+        if found is not None:
+            return found
+        return next((s for s in sites if reads.search(s.text) and not VACUOUS.search(s.text)), None)
+
+    return checked
 
 
 RULES: dict[PromiseCategory, Rule] = {

@@ -656,6 +656,34 @@ def test_an_existence_check_is_no_size_check():
     assert _verdict(PromiseCategory.functional, quote, code) is PromiseVerdict.exercised
 
 
+DTYPE_TEST = """
+import torch
+from pkg import lm_head
+
+
+def test_lm_head():
+    logits = lm_head(torch.ones(2))
+    assert logits.dtype == torch.float32
+"""
+
+
+@pytest.mark.parametrize(
+    ("category", "quote", "verdict"),
+    [
+        # a precision promised: the dtype is what it promises
+        (PromiseCategory.numeric, "lm_head returns FP32 logits", PromiseVerdict.checked),
+        (PromiseCategory.functional, "lm_head supports a dtype override", PromiseVerdict.checked),
+        # a numeric promise about something else: a dtype is no tolerance
+        (PromiseCategory.numeric, "lm_head matches the reference", PromiseVerdict.exercised),
+    ],
+)
+def test_a_dtype_asserted_checks_a_promise_about_precision(category, quote, verdict):
+    # A verdict that took no dtype as a check fails the first two; one that took a dtype
+    # for any numeric promise fails the third.
+    code = _code(DTYPE_TEST, "lm_head")
+    assert _verdict(category, quote, code) is verdict
+
+
 TITLE_TEST = """
 from pkg import engine_step
 
