@@ -28,6 +28,7 @@ from probe_builder.material.pysource import (
     Source,
     UnparsableSource,
     dotted_name,
+    import_bindings,
     iter_definitions,
     module_name,
 )
@@ -97,16 +98,8 @@ class Usage:
 
 
 def _import_aliases(tree: ast.AST) -> dict[str, str]:
-    aliases: dict[str, str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                local = alias.asname or alias.name.split(".")[0]
-                aliases[local] = alias.name if alias.asname else alias.name.split(".")[0]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            for alias in node.names:
-                aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-    return aliases
+    """Each name bound by an absolute import, and the dotted name it refers to."""
+    return {b.name: b.target for b in import_bindings(tree) if not b.level and b.module}
 
 
 def usage_of(path: str, text: str) -> Usage:

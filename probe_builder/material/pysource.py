@@ -31,6 +31,48 @@ class Edit:
     replacement: str
 
 
+@dataclass(frozen=True)
+class ImportBinding:
+    """A name an import statement binds, and what it refers to.
+
+    ``import torch.nn.functional as F`` binds ``F`` to the module ``torch.nn.functional``;
+    ``import torch.nn`` binds ``torch`` to ``torch``; ``from a.b import c`` binds ``c`` to
+    the attribute ``c`` of ``a.b``; ``from .ops import compute`` does the same one level up
+    (``level`` 1, its module as written)."""
+
+    name: str
+    module: str  # "" for ``from . import x``
+    attribute: str | None = None  # the name taken, for ``from ... import``
+    level: int = 0  # the dots of a relative import
+
+    @property
+    def target(self) -> str:
+        """What the name refers to, dotted: ``a.b.c`` for ``from a.b import c``, ``.ops.f``
+        for ``from .ops import f`` (its leading dots the relative import's)."""
+        dotted = ".".join(part for part in (self.module, self.attribute) if part)
+        return "." * self.level + dotted
+
+    @property
+    def package(self) -> str:
+        """The top-level package it comes from; "." for a relative import."""
+        return "." if self.level else self.module.split(".")[0]
+
+
+def import_bindings(tree: ast.AST) -> list[ImportBinding]:
+    """Every name the imports of ``tree`` bind, at any depth, in the order written."""
+    found: list[ImportBinding] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                module = alias.name if alias.asname else alias.name.split(".")[0]
+                found.append(ImportBinding(alias.asname or module, module))
+        elif isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                name = alias.asname or alias.name
+                found.append(ImportBinding(name, node.module or "", alias.name, node.level))
+    return found
+
+
 @dataclass
 class Source:
     path: str
@@ -59,16 +101,7 @@ class Source:
         """Each name the module binds by importing, at any depth, and the top-level package
         it comes from (``torch`` and ``F`` of ``import torch.nn.functional as F``: "torch";
         ``compute`` of ``from .ops import compute``: "." for a relative import)."""
-        found: dict[str, str] = {}
-        for node in ast.walk(self.tree):
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    found[(alias.asname or alias.name).split(".")[0]] = alias.name.split(".")[0]
-            elif isinstance(node, ast.ImportFrom):
-                package = "." if node.level else (node.module or "").split(".")[0]
-                for alias in node.names:
-                    found[alias.asname or alias.name] = package
-        return found
+        return {binding.name: binding.package for binding in import_bindings(self.tree)}
 
     @cached_property
     def imported_names(self) -> frozenset[str]:

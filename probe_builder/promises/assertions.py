@@ -31,6 +31,7 @@ from probe_builder.material.pysource import (
     UnparsableSource,
     call_name,
     dotted_name,
+    import_bindings,
     iter_definitions,
 )
 from probewatch.testfiles import is_pytest_module
@@ -750,15 +751,10 @@ def imported_modules(tree: ast.Module) -> dict[str, frozenset[str]]:
     """For each name a file's imports bind (at any depth), the modules it may come from:
     ``from a.b import c`` binds ``c`` to ``a.b`` and to ``a.b.c`` (``c`` may be a module)."""
     bound: dict[str, set[str]] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            for alias in node.names:
-                name = alias.asname or alias.name
-                bound.setdefault(name, set()).update({node.module, f"{node.module}.{alias.name}"})
-        elif isinstance(node, ast.Import):
-            for alias in node.names:
-                name = alias.asname or alias.name.split(".", 1)[0]
-                bound.setdefault(name, set()).add(alias.name if alias.asname else name)
+    for binding in import_bindings(tree):
+        if binding.level or not binding.module:
+            continue  # a relative import names no module a test file's path resolves
+        bound.setdefault(binding.name, set()).update({binding.module, binding.target})
     return {name: frozenset(modules) for name, modules in bound.items()}
 
 

@@ -933,6 +933,36 @@ def test_imports_name_their_modules_at_any_depth():
     assert {"pkg.sub.mod", "numpy", "pkg.cfg", "pkg.cfg.Config"} <= test.modules
 
 
+@pytest.mark.parametrize(
+    ("statement", "name", "target", "package"),
+    [
+        ("import torch.nn.functional as F", "F", "torch.nn.functional", "torch"),
+        ("import torch.nn", "torch", "torch", "torch"),
+        ("from a.b import c as d", "d", "a.b.c", "a"),
+        ("from .ops import compute", "compute", ".ops.compute", "."),
+        ("from ..cfg import Config", "Config", "..cfg.Config", "."),
+        ("from . import ops", "ops", ".ops", "."),
+    ],
+)
+def test_one_reader_of_imports_serves_every_view_of_them(statement, name, target, package):
+    # The contract's aliases, the test profile's modules and the mutants' packages all read
+    # these bindings: a reader that bound the dotted path of ``import torch.nn`` to ``torch.nn``
+    # or took a relative import for a package fails here.
+    import ast
+
+    from probe_builder.material.contract import _import_aliases
+    from probe_builder.material.pysource import Source, import_bindings
+    from probe_builder.promises.assertions import imported_modules
+
+    tree = ast.parse(statement)
+    (binding,) = import_bindings(tree)
+    assert (binding.name, binding.target, binding.package) == (name, target, package)
+    assert Source("m.py", statement).imported_from == {name: package}
+    absolute = package != "."
+    assert _import_aliases(tree) == ({name: target} if absolute else {})
+    assert (name in imported_modules(tree)) is absolute
+
+
 def test_a_launch_script_key_that_is_part_of_a_longer_flag_exercises_it():
     from probe_builder.promises.linking import TestScript, link, reaching_scripts
 
