@@ -13,10 +13,10 @@ quote names no changed symbol the link is weak: only a test named for the
 promise (its name uses several words of the quote), on an assertion computed
 from changed code, can check it; unless it is the title's functional promise,
 which speaks for the whole change: then a test of the changed code checks it on
-an assertion that bears on a word of the title. ``checked`` needs an added assertion on the
-promise's observable: memory promises an assertion that reads a memory API,
-time promises a timer (a promise that work is skipped: a counted call),
-traffic promises counted bytes or calls in a test that talks to a
+an assertion that bears on a word of the title. ``checked`` needs an added
+assertion on the promise's observable: memory promises an assertion that reads
+a memory API, time promises a timer (a promise that work is skipped: a counted
+call), traffic promises counted bytes or calls in a test that talks to a
 communication primitive, state promises a value asserted after a
 reset of a repeatedly used object or after a save and a load (or, for state
 kept across calls rather than changed, a later call's result compared with an
@@ -25,8 +25,9 @@ compiles (or switches that option on), numeric promises a tolerance or allclose
 assertion (a promise to zero or mask values out: also one that they are exactly
 zero), functional promises a value or call assertion (or, when the promise
 is that the code raises or reports an error, an assertion that expects it; when
-it is about sizes, padding, chunks or limits, also a length or a shape; a numeric or
-functional promise about a precision or a number format, also a dtype).
+it is about sizes, padding, chunks or limits, also a length or a shape); a
+numeric or functional promise about a precision or a number format is checked
+by a dtype as well.
 ``exercised``: the tests (or a launch script of the test patch) run the code,
 or the changed code right behind it (a helper it calls, the function that reads
 its flag), but do not assert that; ``unchecked``: no added test reaches it. The
