@@ -68,6 +68,7 @@ from probe_builder.promises.phrases import (
     TEST_SECTIONS,
     TEST_WORDS,
     TITLE_CLAUSE,
+    TITLE_CUES,
     TITLE_TAGS,
     TRAFFIC_CUT_FOR_MEASURING,
     heading_name,
@@ -192,9 +193,16 @@ def _outside_problem_accounts(sentences: Sequence[Sentence]) -> list[Sentence]:
     return kept
 
 
+def _cued(category: PromiseCategory, sentence: Sentence, text: str) -> bool:
+    """``text`` (the sentence's, or a part of it) carries a cue of ``category``; a title
+    also its own jargon (:data:`TITLE_CUES`)."""
+    title_cue = TITLE_CUES.get(category) if sentence.origin is Origin.pr_title else None
+    return bool(CUES[category].search(text) or (title_cue and title_cue.search(text)))
+
+
 def _categories(sentence: Sentence) -> list[PromiseCategory]:
     text = sentence.text
-    found = [category for category, pattern in CUES.items() if pattern.search(text)]
+    found = [category for category in CUES if _cued(category, sentence, text)]
     if (
         sentence.origin is Origin.body
         and PromiseCategory.mode in found
@@ -219,8 +227,8 @@ def _categories(sentence: Sentence) -> list[PromiseCategory]:
         and not MEMORY_FOOTPRINT.search(text)
     ):
         found.remove(PromiseCategory.memory)  # memory a kernel reads through, not memory held
-    if PromiseCategory.time in found and not CUES[PromiseCategory.time].search(
-        CONVERGENCE.sub(" ", text)
+    if PromiseCategory.time in found and not _cued(
+        PromiseCategory.time, sentence, CONVERGENCE.sub(" ", text)
     ):
         found.remove(PromiseCategory.time)  # steps to converge, not time
     if MEASURING.search(text) and not FAILURE_FIXED.search(text):

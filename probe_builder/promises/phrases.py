@@ -546,6 +546,15 @@ TITLE_TAGS: dict[PromiseCategory, re.Pattern[str]] = {
         r"\[\s*(torch\.compile|compile|cuda[- _]?graphs?|full[- _]?graph)\s*\]"
     ),
 }
+# A title's own jargon for a kind of change: a short title names its feature ("Inference
+# Optimized MoEs", "Add encoder prefetch") where a description would say what got faster;
+# in a description's prose these words are said in passing.
+TITLE_CUES: dict[PromiseCategory, re.Pattern[str]] = {
+    # ... unless what is optimized is memory ("Memory-optimized attention")
+    PromiseCategory.time: rx(
+        r"(?<!memory )(?<!memory-)\boptimi[sz]ed\b(?![^.]*\bmemory\b)", r"\bprefetch\w*"
+    ),
+}
 FEATURE_VERB = re.compile(
     r"^(this (pr|change|patch|commit)\s+|we (now )?|it (now )?)?"
     r"(add|adds|added|support|supports|introduc\w+|implement\w*|integrat\w+|enabl\w+"

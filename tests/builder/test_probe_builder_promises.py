@@ -445,6 +445,10 @@ TITLE_CUES = [
     # the switch between training and inference keeps state
     ("RL: fix training <-> inference transition", C.state, True),
     ("RL: fix training script logging", C.state, False),
+    # a title's jargon for a speed feature: an optimized part, a prefetch
+    ("Inference optimized MoE layers", C.time, True),
+    ("Add one-block-ahead weight prefetch for grouped experts", C.time, True),
+    ("Memory-optimized attention for long prompts", C.time, False),
 ]
 
 
@@ -679,6 +683,8 @@ SENTENCE_CUES = [
     ("Activations are offloaded after the forward pass.", C.memory, True),
     ("Sleep mode offloads the weights, then drops the KV cache.", C.memory, True),
     ("Add a tiered KV cache offloading framework.", C.memory, False),
+    # a title's jargon said in a description's prose is said in passing
+    ("The scheduler calls the optimized kernel when the batch is full.", C.time, False),
     # checkpoints supported or managed: state kept for the next run; activation checkpointing
     # recomputes and keeps nothing
     ("Add distributed checkpoint support for the new optimizer.", C.state, True),
