@@ -7,7 +7,10 @@ counted). The diff against the first parent is split with the repository's
 test globs, the test patch profiled and the contract read, as
 ``build_material`` does, and the *labelled* promises (category and quote) are
 judged; nothing runs. Printed: agreement overall and per category; how often
-``checked`` is said and how often it is right; and the report's claim, "not
+``checked`` is said and how often it is right, overall and by the step that found
+the check (a test of a linked symbol, of the code behind it, a test named for the
+promise, a test of the change for the title's own promise: counts only, so the
+holdout's may be printed); and the report's claim, "not
 checked" (exercised or unchecked) for resource, state and mode promises, as
 precision and recall against the labels; then the same per repository, when
 several have a mirror.
@@ -66,7 +69,7 @@ from probe_builder.material.contract import extract_contract, sources_of_test_pa
 from probe_builder.material.split import split_patch
 from probe_builder.promises.extract import ExtractedPromise
 from probe_builder.promises.linking import CodeUnderTest, code_under_test
-from probe_builder.promises.verdicts import judge_promises
+from probe_builder.promises.verdicts import CHECKED_VIA, PromiseCheck, judge_promises
 from task_registry.types import PromiseCategory, PromiseVerdict
 
 # Both repositories' tests.globs in the watch file (bot/watch.example.toml).
@@ -92,7 +95,9 @@ SECOND_PROMISES = (
     "(same category and quote); differs at {quote!r}"
 )
 _ID = re.compile(r"^(?P<repo>[^#!@]+)(?P<kind>[#!@])(?P<ref>\w+)$")
-Judge = Callable[[Sequence[ExtractedPromise], CodeUnderTest], Sequence[PromiseVerdict]]
+Judge = Callable[[Sequence[ExtractedPromise], CodeUnderTest], Sequence[PromiseCheck]]
+# Per item, the step that found each "checked" said ("" for any other verdict).
+Steps = Mapping[str, Sequence[str]]
 
 
 @dataclass(frozen=True)
@@ -207,10 +212,8 @@ def code_at(repo: Path, commit: str, test_globs: Sequence[str] = TEST_GLOBS) -> 
     return code_under_test(split, head=head, contract=contract)
 
 
-def default_judge(
-    promises: Sequence[ExtractedPromise], code: CodeUnderTest
-) -> list[PromiseVerdict]:
-    return [check.verdict for check in judge_promises(promises, code)]
+def default_judge(promises: Sequence[ExtractedPromise], code: CodeUnderTest) -> list[PromiseCheck]:
+    return judge_promises(promises, code)
 
 
 @dataclass
@@ -241,13 +244,19 @@ class VerdictScore:
     )
     checked_right: Tally = field(default_factory=Tally)  # over every "checked" said
     checked_said: Tally = field(default_factory=Tally)  # over every promise judged
+    # "checked" right, by the step that found the check (given only for the rules)
+    checked_via: dict[str, Tally] = field(
+        default_factory=lambda: {step: Tally() for step in CHECKED_VIA}
+    )
     claim_precision: Tally = field(default_factory=Tally)  # over "not checked" said
     claim_recall: Tally = field(default_factory=Tally)  # over "not checked" labelled
     misses: list[str] = field(default_factory=list)
     # (said, labelled) -> promises: which way the rules part from the labels
     confusion: Counter[tuple[PromiseVerdict, PromiseVerdict]] = field(default_factory=Counter)
 
-    def add(self, item: VerdictItem, label: LabelledVerdict, said: PromiseVerdict) -> None:
+    def add(
+        self, item: VerdictItem, label: LabelledVerdict, said: PromiseVerdict, via: str = ""
+    ) -> None:
         hit = said is label.verdict
         self.confusion[(said, label.verdict)] += 1
         self.agreement.add(hit)
@@ -255,6 +264,8 @@ class VerdictScore:
         self.checked_said.add(said is PromiseVerdict.checked)
         if said is PromiseVerdict.checked:
             self.checked_right.add(label.verdict is PromiseVerdict.checked)
+            if via in self.checked_via:
+                self.checked_via[via].add(label.verdict is PromiseVerdict.checked)
         if label.category in CLAIM_CATEGORIES:
             said_not = said is not PromiseVerdict.checked
             labelled_not = label.verdict is not PromiseVerdict.checked
@@ -269,25 +280,45 @@ class VerdictScore:
             )
 
 
+def rule_checks(
+    items: Sequence[VerdictItem],
+    mirrors: Mapping[str, Path],
+    judge: Judge = default_judge,
+    test_globs: Sequence[str] = TEST_GLOBS,
+) -> dict[str, Sequence[PromiseCheck] | None]:
+    """The rules' check of each item's labelled promises, in their order; None for an item
+    whose repository has no mirror or whose commit the mirror lacks."""
+    indexes = {repo: CommitIndex(path) for repo, path in mirrors.items()}
+    checks: dict[str, Sequence[PromiseCheck] | None] = {}
+    for item in items:
+        index = indexes.get(item.repository)
+        commit = index.find(item) if index is not None else None
+        if index is None or not commit:
+            checks[item.id] = None
+            continue
+        code = code_at(index.repo, commit, test_globs)
+        checks[item.id] = judge(as_extracted(item), code)
+    return checks
+
+
+def verdicts_of(
+    checks: Mapping[str, Sequence[PromiseCheck] | None],
+) -> dict[str, Sequence[PromiseVerdict] | None]:
+    return {i: None if c is None else [k.verdict for k in c] for i, c in checks.items()}
+
+
+def steps_of(checks: Mapping[str, Sequence[PromiseCheck] | None]) -> dict[str, Sequence[str]]:
+    return {i: [k.via for k in c] for i, c in checks.items() if c is not None}
+
+
 def rule_verdicts(
     items: Sequence[VerdictItem],
     mirrors: Mapping[str, Path],
     judge: Judge = default_judge,
     test_globs: Sequence[str] = TEST_GLOBS,
 ) -> dict[str, Sequence[PromiseVerdict] | None]:
-    """The rules' verdict on each item's labelled promises, in their order; None for an item
-    whose repository has no mirror or whose commit the mirror lacks."""
-    indexes = {repo: CommitIndex(path) for repo, path in mirrors.items()}
-    said: dict[str, Sequence[PromiseVerdict] | None] = {}
-    for item in items:
-        index = indexes.get(item.repository)
-        commit = index.find(item) if index is not None else None
-        if index is None or not commit:
-            said[item.id] = None
-            continue
-        code = code_at(index.repo, commit, test_globs)
-        said[item.id] = judge(as_extracted(item), code)
-    return said
+    """The rules' verdict on each item's labelled promises (:func:`rule_checks`)."""
+    return verdicts_of(rule_checks(items, mirrors, judge, test_globs))
 
 
 def as_extracted(item: VerdictItem) -> list[ExtractedPromise]:
@@ -305,9 +336,12 @@ def as_extracted(item: VerdictItem) -> list[ExtractedPromise]:
 
 
 def score(
-    items: Sequence[VerdictItem], said: Mapping[str, Sequence[PromiseVerdict] | None]
+    items: Sequence[VerdictItem],
+    said: Mapping[str, Sequence[PromiseVerdict] | None],
+    steps: Steps | None = None,
 ) -> VerdictScore:
-    """Verdicts said on each item's promises (by the rules or a reader) against its labels."""
+    """Verdicts said on each item's promises (by the rules or a reader) against its labels;
+    with ``steps``, the rules' "checked" right by the step that found each."""
     result = VerdictScore()
     for item in items:
         verdicts = said.get(item.id)
@@ -315,8 +349,9 @@ def score(
             result.skipped += 1
             continue
         result.items += 1
-        for label, verdict in zip(item.promises, verdicts, strict=True):
-            result.add(item, label, verdict)
+        vias = (steps or {}).get(item.id) or [""] * len(verdicts)
+        for label, verdict, via in zip(item.promises, verdicts, vias, strict=True):
+            result.add(item, label, verdict, via)
     return result
 
 
@@ -326,7 +361,8 @@ def evaluate(
     judge: Judge = default_judge,
     test_globs: Sequence[str] = TEST_GLOBS,
 ) -> VerdictScore:
-    return score(items, rule_verdicts(items, mirrors, judge, test_globs))
+    checks = rule_checks(items, mirrors, judge, test_globs)
+    return score(items, verdicts_of(checks), steps_of(checks))
 
 
 def agreement_report(
@@ -342,15 +378,16 @@ def agreement_report(
     reader = {s: score(subsets[s], _verdicts(_in_order(second, subsets[s]))) for s in subsets}
     tables = [("second reader vs the set's labels", reader)]
     if mirrors:
-        rules = rule_verdicts([*subsets[DEV], *subsets[HOLDOUT]], mirrors, judge)
+        checks = rule_checks([*subsets[DEV], *subsets[HOLDOUT]], mirrors, judge)
+        rules, steps = verdicts_of(checks), steps_of(checks)
         tables += [
             (
                 "rules vs the set's labels, same promises",
-                {s: score(subsets[s], rules) for s in subsets},
+                {s: score(subsets[s], rules, steps) for s in subsets},
             ),
             (
                 "rules vs the second reader",
-                {s: score(_in_order(second, subsets[s]), rules) for s in subsets},
+                {s: score(_in_order(second, subsets[s]), rules, steps) for s in subsets},
             ),
         ]
     return "\n\n".join(f"== {name}\n{render(t[DEV], t[HOLDOUT])}" for name, t in tables)
@@ -378,6 +415,7 @@ def _tallies(result: VerdictScore) -> list[tuple[str, Tally]]:
         ("agreement", result.agreement),
         *((f"  {c}", result.per_category[c]) for c in PromiseCategory),
         ("'checked' right", result.checked_right),
+        *((f"  via {step}", result.checked_via[step]) for step in CHECKED_VIA),
         ("'checked' said", result.checked_said),
         ("'not checked' P", result.claim_precision),
         ("'not checked' R", result.claim_recall),
@@ -419,10 +457,12 @@ def render_confusion(dev: VerdictScore, holdout: VerdictScore) -> list[str]:
 
 
 def _ratios(
-    items: Sequence[VerdictItem], said: Mapping[str, Sequence[PromiseVerdict] | None]
+    items: Sequence[VerdictItem],
+    said: Mapping[str, Sequence[PromiseVerdict] | None],
+    steps: Steps | None = None,
 ) -> dict[str, list[Pair]]:
     """Each table row as one (agreeing, judged) pair per judged item, for resampling."""
-    judged = [score([item], said) for item in items if said.get(item.id) is not None]
+    judged = [score([item], said, steps) for item in items if said.get(item.id) is not None]
     ratios: dict[str, list[Pair]] = {name: [] for name, _ in _tallies(VerdictScore())}
     for one in judged:
         for name, tally in _tallies(one):
@@ -431,12 +471,15 @@ def _ratios(
 
 
 def render_intervals(
-    items: Sequence[VerdictItem], said: Mapping[str, Sequence[PromiseVerdict] | None]
+    items: Sequence[VerdictItem],
+    said: Mapping[str, Sequence[PromiseVerdict] | None],
+    steps: Steps | None = None,
 ) -> str:
     """The middle 90% of each rate over PRs drawn again from each split: how far a figure
     could move on other PRs like these."""
     dev, holdout = (
-        intervals(_ratios([i for i in items if i.split == split], said)) for split in (DEV, HOLDOUT)
+        intervals(_ratios([i for i in items if i.split == split], said, steps))
+        for split in (DEV, HOLDOUT)
     )
     lines = [
         f"{LEVEL:.0%} intervals over PRs resampled ({RESAMPLES} draws)",
@@ -506,26 +549,29 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     wanted = [DEV, HOLDOUT] if args.split == "all" else [args.split]
     chosen = [i for i in items if i.split in wanted]
-    said = rule_verdicts(chosen, mirrors)
-    whole = _by_split(chosen, said)
+    checks = rule_checks(chosen, mirrors)
+    said, steps = verdicts_of(checks), steps_of(checks)
+    whole = _by_split(chosen, said, steps)
     print(render(*whole))
     if args.intervals:
-        print("\n" + render_intervals(chosen, said))
+        print("\n" + render_intervals(chosen, said, steps))
     repositories = sorted({i.repository for i in chosen if i.repository in mirrors})
     for repository in repositories if len(repositories) > 1 else []:
         own = [i for i in chosen if i.repository == repository]
-        print(f"\n== {repository}\n{render(*_by_split(own, said))}")
+        print(f"\n== {repository}\n{render(*_by_split(own, said, steps))}")
     if args.misses:
         print("\n" + "\n".join(whole[0].misses))
     return 0
 
 
 def _by_split(
-    items: Sequence[VerdictItem], said: Mapping[str, Sequence[PromiseVerdict] | None]
+    items: Sequence[VerdictItem],
+    said: Mapping[str, Sequence[PromiseVerdict] | None],
+    steps: Steps | None = None,
 ) -> tuple[VerdictScore, VerdictScore]:
     """The dev and holdout scores of ``items`` (an empty score for a split not among them)."""
     dev, holdout = ([i for i in items if i.split == s] for s in (DEV, HOLDOUT))
-    return score(dev, said), score(holdout, said)
+    return score(dev, said, steps), score(holdout, said, steps)
 
 
 if __name__ == "__main__":

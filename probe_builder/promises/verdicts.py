@@ -75,6 +75,15 @@ class PromiseCheck:
     # The changed definitions the promise concerns (:func:`concerned`), by qualified name;
     # empty when its quote names none of the change (a weak link: it may concern any of it).
     concerns: frozenset[str] = frozenset()
+    # For a check, the step of :func:`_checking_site` that found it (one of ``CHECKED_VIA``).
+    via: str = ""
+
+
+# The steps that find a check, strongest evidence first (:func:`_checking_site`): a test of
+# a linked symbol, of the code behind it, a test named for the promise, a test of the change
+# for the title's own promise.
+VIA_LINKED, VIA_BEHIND, VIA_NAMED, VIA_TITLE = "linked", "behind", "named for", "title"
+CHECKED_VIA = (VIA_LINKED, VIA_BEHIND, VIA_NAMED, VIA_TITLE)
 
 
 def _first(
@@ -409,7 +418,7 @@ def _reach(linked: Link, code: CodeUnderTest) -> _Reach:
 
 def _checking_site(
     promise: ExtractedPromise, code: CodeUnderTest, linked: Link, reached: _Reach
-) -> tuple[TestTraits, AssertionSite] | None:
+) -> tuple[TestTraits, AssertionSite, str] | None:
     """Where the PR's tests check the promise, strongest evidence first.
 
     1. A test reaching a linked symbol, on an assertion computed from it.
@@ -424,17 +433,19 @@ def _checking_site(
        commit's subject): it speaks for the whole change, so a test reaching the changed
        code checks it on an assertion computed from that code which bears on a word of the
        title (its text, its test's name or the names it is computed from).
+
+    The test, the assertion and the step (``CHECKED_VIA``) that found it.
     """
     if linked.strong:
         found = _check_in(promise, reached.tests, _sites_for(promise, code, linked.names, None))
         if found is not None:
-            return found
+            return (*found, VIA_LINKED)
         if reached.behind.names != linked.names:
             aspect = aspect_of(promise, linked)
             on_behind = _sites_for(promise, code, reached.behind.names, aspect)
             found = _check_in(promise, reached.behind_tests, on_behind)
             if found is not None:
-                return found
+                return (*found, VIA_BEHIND)
     changed = frozenset(s.name for s in code.symbols)
     quote_words = words_of(promise.quote)
     named_for = [t for t in code.profile.tests if _named_for(quote_words, t)]
@@ -442,10 +453,14 @@ def _checking_site(
         # a save and a load of the changed code, then a value asserted: the state promised
         named_for += [t for t in reached.tests if t.round_trip_line and t not in named_for]
     found = _check_in(promise, named_for, _sites_for(promise, code, changed, None))
-    if found is None and _speaks_for_the_change(promise, linked):
+    if found is not None:
+        return (*found, VIA_NAMED)
+    if _speaks_for_the_change(promise, linked):
         on_title = _sites_for(promise, code, changed, quote_words)
         found = _check_in(promise, reached.tests, on_title)
-    return found
+        if found is not None:
+            return (*found, VIA_TITLE)
+    return None
 
 
 def _speaks_for_the_change(promise: ExtractedPromise, linked: Link) -> bool:
@@ -492,9 +507,9 @@ def judge_promise(promise: ExtractedPromise, code: CodeUnderTest) -> PromiseChec
     concerns = concerned(linked, reached.behind, code)
     found = _checking_site(promise, code, linked, reached)
     if found is not None:
-        test, site = found
+        test, site, via = found
         evidence = f"{site.path}:{site.line} {test.name}: {site.text}"
-        return PromiseCheck(promise, PromiseVerdict.checked, evidence, concerns)
+        return PromiseCheck(promise, PromiseVerdict.checked, evidence, concerns, via)
     reason = _exercised_by(reached.behind, code, reached.behind_tests)
     if reason is not None:
         return PromiseCheck(promise, PromiseVerdict.exercised, reason, concerns)

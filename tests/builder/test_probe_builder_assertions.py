@@ -1036,6 +1036,9 @@ def test_verdict_bench_judges_the_labelled_promises_at_the_merge_commit(tmp_path
     assert (dev.items, dev.skipped) == (1, 0)
     assert (dev.agreement.agree, dev.agreement.total) == (1, 1)
     assert (dev.checked_right.agree, dev.checked_right.total) == (1, 1)
+    # the check is found on a test of the linked function, and counted there only
+    by_step = {step: (t.agree, t.total) for step, t in dev.checked_via.items()}
+    assert by_step == {"linked": (1, 1), "behind": (0, 0), "named for": (0, 0), "title": (0, 0)}
     holdout = evaluate([i for i in items if i.split == "holdout"], {"acme/lib": repo})
     assert (holdout.items, holdout.skipped) == (0, 1)  # its commit is not in the mirror
 
@@ -1457,6 +1460,33 @@ def test_a_test_of_the_code_behind_checks_the_promise_only_on_what_the_quote_say
     behind_code, category, quote, verdict
 ):
     assert _verdict(category, quote, behind_code) is verdict
+
+
+def test_each_check_says_the_step_that_found_it(behind_code):
+    # The verdict bench counts "checked" right per step: a check credited to the wrong step
+    # (or to none) would hide which step's checks the readers dispute.
+    def via(quote: str, code: CodeUnderTest, position: int = 0) -> str:
+        promise = ExtractedPromise(
+            category=PromiseCategory.functional, quote=quote, position=position
+        )
+        (check,) = judge_promises([promise], code)
+        assert check.verdict is PromiseVerdict.checked
+        return check.via
+
+    assert via("permute_tokens reverses", behind_code) == "linked"
+    assert via("support 'blockwise' tp_mode", behind_code) == "behind"
+    named = _code(
+        NAMED_FOR_TEST.format(name="tied_parameters_share_one_weight", value="shard.weight_count"),
+        "Shard",
+        "other.Unused",
+    )
+    assert via("Fix tied parameters", named, position=1) == "named for"
+    assert via("Inference fixes", _code(TITLE_TEST, "engine_step")) == "title"
+    unchecked = judge_promises(
+        [ExtractedPromise(category=PromiseCategory.functional, quote="x")],
+        _code(NOT_NONE_TEST, "other.thing"),
+    )
+    assert unchecked[0].via == ""
 
 
 def test_the_code_behind_is_one_step_away_and_needs_a_strong_link(behind_code):
