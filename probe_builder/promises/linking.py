@@ -281,14 +281,14 @@ def link(quote: str, code: CodeUnderTest) -> Link:
     if named:
         return Link(frozenset(named), True)
     words = words_of(quote)
-    by_words = [s for s in code.symbols if not FLAG_DECLARATIONS.match(s.name)]
-    scores = {s.name: _coverage(s, words) for s in by_words}
+    linkable = [s for s in code.symbols if not FLAG_DECLARATIONS.match(s.name)]
+    scores = {s.name: _coverage(s, words) for s in linkable}
     best = max(scores.values(), default=0.0)
     if best >= MIN_COVERAGE:
         return Link(frozenset(n for n, v in scores.items() if v == best), True)
     distinctive = _distinctive(code.symbols) & words
-    by_word = {s.name for s in by_words if s.name_words & distinctive}
-    by_word |= {s.name for s in by_words if len(s.doc_words & words) >= MIN_DOC_WORDS}
+    by_word = {s.name for s in linkable if s.name_words & distinctive}
+    by_word |= {s.name for s in linkable if len(s.doc_words & words) >= MIN_DOC_WORDS}
     if by_word:
         return Link(frozenset(by_word), True)
     return Link(frozenset(s.name for s in code.symbols), False)
