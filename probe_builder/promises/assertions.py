@@ -649,8 +649,23 @@ def _given_at_construction(function: ast.AST) -> dict[str, set[str]]:
 
 
 def _argument_names(call: ast.Call) -> set[str]:
+    """The objects a call is given: a name, or the object a part of it is read from
+    (``model`` in ``fully_shard(model.fc1)`` and in ``Adam(model.parameters())``)."""
     values = [*call.args, *(k.value for k in call.keywords)]
-    return {v.id for v in values if isinstance(v, ast.Name)}
+    return {root for v in values if (root := _root_name(v)) is not None}
+
+
+def _root_name(node: ast.AST) -> str | None:
+    """The name an attribute, an item or a method's result is read from."""
+    while True:
+        if isinstance(node, ast.Name):
+            return node.id
+        if isinstance(node, ast.Attribute | ast.Subscript):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            node = node.func.value
+        else:
+            return None
 
 
 def _given_values(function: ast.AST) -> dict[tuple[str, str], str]:

@@ -1340,6 +1340,42 @@ def test_a_call_for_its_effect_acts_on_what_it_is_given(call, verdict):
 
 
 @pytest.mark.parametrize(
+    ("calls", "verdict"),
+    [
+        # given a part of the model: the model is what it acts on
+        (["shard_layers(model.fc1)"], PromiseVerdict.checked),
+        # given the optimizer built around the model's parameters: its step moves the model
+        (
+            [
+                "optimizer = Adam(model.parameters())",
+                "shard_layers(optimizer)",
+                "optimizer.step()",
+            ],
+            PromiseVerdict.checked,
+        ),
+        # an optimizer built around something else: the model is untouched
+        (
+            ["optimizer = Adam(other.parameters())", "shard_layers(optimizer)", "optimizer.step()"],
+            PromiseVerdict.exercised,
+        ),
+    ],
+)
+def test_a_call_acts_on_the_object_a_part_it_is_given_belongs_to(calls, verdict):
+    body = "\n        ".join(calls)
+    source = f"""
+    from pkg import Adam, shard_layers
+
+
+    def test_sharded_model(model, other, x):
+        {body}
+        out = model(x)
+        assert out == 2
+    """
+    code = _code(source, "shard_layers")
+    assert _verdict(PromiseCategory.functional, "shard_layers shards", code) is verdict
+
+
+@pytest.mark.parametrize(
     ("target", "verdict"),
     [
         ('"tests.test_p.ProbeLoop"', PromiseVerdict.exercised),  # runs the subclass
