@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from pydantic import BaseModel, ConfigDict
 
@@ -308,7 +308,7 @@ def _restates(promise: ExtractedPromise, other: ExtractedPromise) -> bool:
     return shorter > 0 and len(words & other_words) / shorter >= threshold
 
 
-def _merge_restatements(promises: list[ExtractedPromise]) -> list[ExtractedPromise]:
+def merge_restatements(promises: list[ExtractedPromise]) -> list[ExtractedPromise]:
     """One behaviour, one promise: of the sentences that say the same, keep the longest (it
     carries the most of what was said)."""
     kept: list[ExtractedPromise] = []
@@ -382,7 +382,33 @@ def extract_promises(title: str, body: str) -> list[ExtractedPromise]:
         promises = [
             p for p in promises if p.position or p.category is not PromiseCategory.functional
         ]
-    return _merge_restatements(tagged + promises)
+    return merge_restatements(tagged + promises)
+
+
+@dataclass(frozen=True)
+class RuledSentence:
+    """A sentence of a description as the rules read it: whether it may promise at all (not
+    about tests or docs, not an account of the code before the change) and the categories
+    they give it (none when it may not)."""
+
+    sentence: Sentence
+    candidate: bool
+    categories: tuple[PromiseCategory, ...]
+
+
+def ruled_sentences(title: str, body: str) -> list[RuledSentence]:
+    """Every sentence of the title and description, with the rules' reading of it (before
+    title tags and the merging of restatements): what a learned model is given beside the
+    words, and what it is measured against."""
+    sentences = _code_clauses(description_sentences(title, body))
+    docs_only = _docs_only(title)
+    kept = {id(s) for s in _outside_problem_accounts(sentences)}
+    ruled = []
+    for sentence in sentences:
+        candidate = not docs_only and id(sentence) in kept and _is_promise_candidate(sentence)
+        categories = tuple(_categories(sentence)) if candidate else ()
+        ruled.append(RuledSentence(sentence, candidate, categories))
+    return ruled
 
 
 def promises_by_category(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from probe_builder.material.description import clean_description, clean_title, description_sentences
-from probe_builder.promises.extract import ExtractedPromise, extract_promises
+from probe_builder.promises.extract import ExtractedPromise, extract_promises, ruled_sentences
 from task_registry.types import PromiseCategory
 
 TEMPLATE_BODY = """\
@@ -1044,3 +1044,25 @@ def test_piecewise_compilation_is_the_compile_mode():
     assert _body_categories("Piece-wise compile now also works with the new backend.") == [
         PromiseCategory.mode
     ]
+
+
+def test_the_sentences_the_rules_read_are_those_they_extract_from():
+    body = (
+        "Currently the buffer is copied to the host on every step.\n\n"
+        "This PR keeps the buffer on the device, which reduces peak memory by 2 GB.\n\n"
+        "## Test\n\nAdded a unit test for the buffer."
+    )
+    ruled = ruled_sentences("Keep the buffer on the device", body)
+    read = {r.sentence.text: (r.candidate, r.categories) for r in ruled}
+    assert read["Currently the buffer is copied to the host on every step."] == (False, ())
+    assert read["Added a unit test for the buffer."] == (False, ())
+    kept = [r for r in ruled if r.candidate]
+    extracted = extract_promises("Keep the buffer on the device", body)
+    assert {(r.sentence.text, c) for r in kept for c in r.categories} >= {
+        (p.quote, p.category) for p in extracted
+    }
+    assert (
+        PromiseCategory.memory
+        in read["This PR keeps the buffer on the device, which reduces peak memory by 2 GB."][1]
+    )
+    assert all(not r.candidate for r in ruled_sentences("docs: fix typos in the README", body))
