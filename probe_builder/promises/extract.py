@@ -369,13 +369,12 @@ def extract_promises(title: str, body: str) -> list[ExtractedPromise]:
     promises = [
         ExtractedPromise(
             category=category,
-            quote=sentence.text[:MAX_QUOTE_CHARS],
-            quantity=_quantity(sentence.text, category),
-            position=sentence.position,
+            quote=ruled.sentence.text[:MAX_QUOTE_CHARS],
+            quantity=_quantity(ruled.sentence.text, category),
+            position=ruled.sentence.position,
         )
-        for sentence in _outside_problem_accounts(_code_clauses(description_sentences(title, body)))
-        if _is_promise_candidate(sentence)
-        for category in _categories(sentence)
+        for ruled in ruled_sentences(title, body)
+        for category in ruled.categories
     ]
     tagged = _tagged_title(title, promises)
     if tagged:  # the tag's category replaces the title's generic functional promise
