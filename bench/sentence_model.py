@@ -62,7 +62,7 @@ FOLDS = 5
 SEED = 20261205
 MIN_COUNT = 2  # a word or pair seen in fewer training sentences is not a feature
 THRESHOLD = 0.35
-L2 = 1.0  # the penalty on the weights, as if one sentence more of each kind were seen
+L2 = 1.0  # the L2 penalty on the summed log loss (C = 1 in the usual terms)
 STEPS = 300
 LEARNING_RATE = 0.5
 READING_WEIGHT = 3.0  # a rule's reading stands out beside dozens of words
