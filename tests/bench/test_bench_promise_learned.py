@@ -1,12 +1,20 @@
-"""The learned sentence model the bench measures beside the rules: it learns from labels,
-reads as an extractor, and its folds keep each PR whole."""
+"""The learned sentence model the promise bench measures beside the rules (``--learned``): it
+learns from labels, reads as an extractor, and its folds keep each PR whole."""
 
 from __future__ import annotations
 
 import pytest
 
-from bench.promise_eval import LabelledItem, LabelledPromise
-from bench.sentence_model import as_extractor, fit, folds, main, said_by, tokens
+from bench.promise_eval import (
+    LabelledItem,
+    LabelledPromise,
+    as_extractor,
+    fit,
+    folds,
+    main,
+    said_by,
+    tokens,
+)
 from probe_builder.promises.extract import ruled_sentences
 from task_registry.types import PromiseCategory
 
@@ -69,5 +77,5 @@ def test_each_pr_falls_in_one_fold_and_the_deal_is_reproducible():
 
 def test_a_threshold_outside_zero_and_one_is_refused(capsys):
     with pytest.raises(SystemExit):
-        main(["--threshold", "1.5"])
+        main(["--learned", "rules", "--threshold", "1.5"])
     assert "not between 0 and 1" in capsys.readouterr().err
