@@ -212,10 +212,6 @@ def code_at(repo: Path, commit: str, test_globs: Sequence[str] = TEST_GLOBS) -> 
     return code_under_test(split, head=head, contract=contract)
 
 
-def default_judge(promises: Sequence[ExtractedPromise], code: CodeUnderTest) -> list[PromiseCheck]:
-    return judge_promises(promises, code)
-
-
 @dataclass
 class Tally:
     agree: int = 0
@@ -283,7 +279,7 @@ class VerdictScore:
 def rule_checks(
     items: Sequence[VerdictItem],
     mirrors: Mapping[str, Path],
-    judge: Judge = default_judge,
+    judge: Judge = judge_promises,
     test_globs: Sequence[str] = TEST_GLOBS,
 ) -> dict[str, Sequence[PromiseCheck] | None]:
     """The rules' check of each item's labelled promises, in their order; None for an item
@@ -309,16 +305,6 @@ def verdicts_of(
 
 def steps_of(checks: Mapping[str, Sequence[PromiseCheck] | None]) -> dict[str, Sequence[str]]:
     return {i: [k.via for k in c] for i, c in checks.items() if c is not None}
-
-
-def rule_verdicts(
-    items: Sequence[VerdictItem],
-    mirrors: Mapping[str, Path],
-    judge: Judge = default_judge,
-    test_globs: Sequence[str] = TEST_GLOBS,
-) -> dict[str, Sequence[PromiseVerdict] | None]:
-    """The rules' verdict on each item's labelled promises (:func:`rule_checks`)."""
-    return verdicts_of(rule_checks(items, mirrors, judge, test_globs))
 
 
 def as_extracted(item: VerdictItem) -> list[ExtractedPromise]:
@@ -358,7 +344,7 @@ def score(
 def evaluate(
     items: Sequence[VerdictItem],
     mirrors: Mapping[str, Path],
-    judge: Judge = default_judge,
+    judge: Judge = judge_promises,
     test_globs: Sequence[str] = TEST_GLOBS,
 ) -> VerdictScore:
     checks = rule_checks(items, mirrors, judge, test_globs)
@@ -369,7 +355,7 @@ def agreement_report(
     items: Sequence[VerdictItem],
     second: Sequence[VerdictItem],
     mirrors: Mapping[str, Path],
-    judge: Judge = default_judge,
+    judge: Judge = judge_promises,
 ) -> str:
     """The second reader against the set's labels; with mirrors, the rules on the same
     promises against each of the two."""
