@@ -48,3 +48,14 @@ def positive(value: str) -> int:
     if number < 1:
         raise argparse.ArgumentTypeError(f"{number} is below 1: give 1 or more")
     return number
+
+
+def share(value: str) -> float:
+    """A number strictly between 0 and 1 (a threshold, a level)."""
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number: give one like 0.35") from None
+    if not 0 < number < 1:
+        raise argparse.ArgumentTypeError(f"{number} is not between 0 and 1: give one like 0.35")
+    return number

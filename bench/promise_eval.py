@@ -60,6 +60,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from bench.args import share
 from bench.resample import LEVEL, RESAMPLES, Pair, intervals, render_interval
 from probe_builder.material.description import Origin
 from probe_builder.promises.extract import (
@@ -729,16 +730,6 @@ def learned_report(
     return "\n".join(lines)
 
 
-def _share(value: str) -> float:
-    try:
-        share = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number: give one like 0.35") from None
-    if not 0 < share < 1:
-        raise argparse.ArgumentTypeError(f"{share} is not between 0 and 1: give one like 0.35")
-    return share
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", type=Path, default=DEFAULT_DIR)
@@ -767,7 +758,7 @@ def main(argv: list[str] | None = None) -> int:
         choices=VARIANTS,
         help="score a logistic model learned from the dev labels beside the rules instead",
     )
-    parser.add_argument("--threshold", type=_share, default=THRESHOLD, help="with --learned")
+    parser.add_argument("--threshold", type=share, default=THRESHOLD, help="with --learned")
     parser.add_argument(
         "--top", type=int, default=0, help="with --learned: each category's N heaviest features"
     )
