@@ -55,6 +55,7 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -568,7 +569,7 @@ class Rows:
     indices: np.ndarray
     values: np.ndarray
 
-    @property
+    @cached_property
     def owners(self) -> np.ndarray:
         """The row each stored feature belongs to."""
         return np.repeat(np.arange(len(self.indptr) - 1), np.diff(self.indptr))
@@ -633,11 +634,12 @@ def fit(items: Sequence[LabelledItem], variant: str) -> SentenceModel:
         for sentence in ruled_sentences(item.title, item.description):
             ruled.append(sentence)
             labels.append(said_by(item, sentence))
-    counts = Counter(t for r in ruled for t in set(tokens(r, variant)))
+    features = [tokens(r, variant) for r in ruled]
+    counts = Counter(t for row in features for t in set(row))
     vocabulary = {
         t: i for i, t in enumerate(sorted(t for t, n in counts.items() if n >= MIN_COUNT))
     }
-    rows = _rows([tokens(r, variant) for r in ruled], vocabulary)
+    rows = _rows(features, vocabulary)
     targets = np.array([[c in said for c in ORDER] for said in labels], dtype=float)
     weights = np.zeros((len(ORDER), len(vocabulary)))
     bias = np.zeros(len(ORDER))
