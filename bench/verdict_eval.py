@@ -16,7 +16,8 @@ precision and recall against the labels; then the same per repository, when
 several have a mirror.
 
 The holdout is sealed: its figures are printed in aggregate only, and
-``--misses`` lists dev disagreements only. Usage::
+``--misses`` lists dev disagreements only, each with the rules' evidence (the
+assertion that checks it, or why none does) above the reader's. Usage::
 
     python -m bench.verdict_eval --mirror volcengine/verl=PATH \\
         --mirror NVIDIA/Megatron-LM=PATH [--file NAME] [--misses] [--intervals]
@@ -98,6 +99,10 @@ _ID = re.compile(r"^(?P<repo>[^#!@]+)(?P<kind>[#!@])(?P<ref>\w+)$")
 Judge = Callable[[Sequence[ExtractedPromise], CodeUnderTest], Sequence[PromiseCheck]]
 # Per item, the step that found each "checked" said ("" for any other verdict).
 Steps = Mapping[str, Sequence[str]]
+# Per item, the rules' evidence for each verdict (where the check is, or why there is none).
+Reasons = Mapping[str, Sequence[str]]
+# How much of each side's evidence a listed disagreement shows.
+EVIDENCE_CHARS = 200
 
 
 @dataclass(frozen=True)
@@ -105,6 +110,7 @@ class LabelledVerdict:
     category: PromiseCategory
     quote: str
     verdict: PromiseVerdict
+    evidence: str = field(default="", compare=False)  # the reader's line: which test, and why
 
 
 @dataclass(frozen=True)
@@ -135,7 +141,10 @@ def _verdict_items(raw_items: list[Any], titles: Mapping[str, str]) -> list[Verd
             titles.get(raw["id"], ""),
             tuple(
                 LabelledVerdict(
-                    PromiseCategory(p["category"]), p["quote"], PromiseVerdict(p["verdict"])
+                    PromiseCategory(p["category"]),
+                    p["quote"],
+                    PromiseVerdict(p["verdict"]),
+                    " ".join(str(p.get("evidence", "")).split()),
                 )
                 for p in raw["promises"]
             ),
@@ -251,7 +260,12 @@ class VerdictScore:
     confusion: Counter[tuple[PromiseVerdict, PromiseVerdict]] = field(default_factory=Counter)
 
     def add(
-        self, item: VerdictItem, label: LabelledVerdict, said: PromiseVerdict, via: str = ""
+        self,
+        item: VerdictItem,
+        label: LabelledVerdict,
+        said: PromiseVerdict,
+        via: str = "",
+        why: str = "",
     ) -> None:
         hit = said is label.verdict
         self.confusion[(said, label.verdict)] += 1
@@ -270,10 +284,7 @@ class VerdictScore:
             if labelled_not:
                 self.claim_recall.add(said_not)
         if not hit:
-            self.misses.append(
-                f"{item.id} {label.category} said {said}, labelled {label.verdict}: "
-                f"{label.quote[:90]}"
-            )
+            self.misses.append(_miss(item, label, said, why))
 
 
 def rule_checks(
@@ -307,6 +318,20 @@ def steps_of(checks: Mapping[str, Sequence[PromiseCheck] | None]) -> dict[str, S
     return {i: [k.via for k in c] for i, c in checks.items() if c is not None}
 
 
+def reasons_of(checks: Mapping[str, Sequence[PromiseCheck] | None]) -> dict[str, Sequence[str]]:
+    return {i: [k.evidence for k in c] for i, c in checks.items() if c is not None}
+
+
+def _miss(item: VerdictItem, label: LabelledVerdict, said: PromiseVerdict, why: str) -> str:
+    """One disagreement: the promise, then the rules' evidence and the reader's below it
+    (each where known), so that which side misread the test shows without opening the diff."""
+    said_labelled = f"said {said}, labelled {label.verdict}"
+    lines = [f"{item.id} {label.category} {said_labelled}: {label.quote[:90]}"]
+    lines += [f"    rules: {why[:EVIDENCE_CHARS]}"] if why else []
+    lines += [f"    label: {label.evidence[:EVIDENCE_CHARS]}"] if label.evidence else []
+    return "\n".join(lines)
+
+
 def as_extracted(item: VerdictItem) -> list[ExtractedPromise]:
     """The labelled promises as the extractor gives them: a quote from the title at the
     title's position (0), any other after it."""
@@ -325,9 +350,11 @@ def score(
     items: Sequence[VerdictItem],
     said: Mapping[str, Sequence[PromiseVerdict] | None],
     steps: Steps | None = None,
+    reasons: Reasons | None = None,
 ) -> VerdictScore:
     """Verdicts said on each item's promises (by the rules or a reader) against its labels;
-    with ``steps``, the rules' "checked" right by the step that found each."""
+    with ``steps``, the rules' "checked" right by the step that found each; with
+    ``reasons``, each disagreement listed with the rules' evidence."""
     result = VerdictScore()
     for item in items:
         verdicts = said.get(item.id)
@@ -336,8 +363,9 @@ def score(
             continue
         result.items += 1
         vias = (steps or {}).get(item.id) or [""] * len(verdicts)
-        for label, verdict, via in zip(item.promises, verdicts, vias, strict=True):
-            result.add(item, label, verdict, via)
+        whys = (reasons or {}).get(item.id) or [""] * len(verdicts)
+        for label, verdict, via, why in zip(item.promises, verdicts, vias, whys, strict=True):
+            result.add(item, label, verdict, via, why)
     return result
 
 
@@ -537,7 +565,7 @@ def main(argv: list[str] | None = None) -> int:
     chosen = [i for i in items if i.split in wanted]
     checks = rule_checks(chosen, mirrors)
     said, steps = verdicts_of(checks), steps_of(checks)
-    whole = _by_split(chosen, said, steps)
+    whole = _by_split(chosen, said, steps, reasons_of(checks))
     print(render(*whole))
     if args.intervals:
         print("\n" + render_intervals(chosen, said, steps))
@@ -554,10 +582,11 @@ def _by_split(
     items: Sequence[VerdictItem],
     said: Mapping[str, Sequence[PromiseVerdict] | None],
     steps: Steps | None = None,
+    reasons: Reasons | None = None,
 ) -> tuple[VerdictScore, VerdictScore]:
     """The dev and holdout scores of ``items`` (an empty score for a split not among them)."""
     dev, holdout = ([i for i in items if i.split == s] for s in (DEV, HOLDOUT))
-    return score(dev, said, steps), score(holdout, said, steps)
+    return score(dev, said, steps, reasons), score(holdout, said, steps, reasons)
 
 
 if __name__ == "__main__":

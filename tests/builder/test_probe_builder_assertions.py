@@ -1105,6 +1105,26 @@ def test_verdict_bench_prints_dev_misses_beside_the_table(tmp_path, capsys):
     assert "'checked' right" in out
 
 
+def test_verdict_bench_lists_a_disagreement_with_each_sides_evidence(tmp_path, capsys):
+    from bench.verdict_eval import main
+
+    repo, data = _bench_repo(tmp_path)
+    labels = data / "verdicts.yaml"
+    labels.write_text(
+        labels.read_text().replace(
+            'verdict: checked,\n       evidence: "tests/test_p.py allclose"',
+            'verdict: unchecked,\n       evidence: "the reader saw no test of it"',
+        )
+    )
+    args = ["--dir", str(data), "--mirror", f"acme/lib={repo}", "--split", "dev", "--misses"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    miss = out[out.index("acme/lib#7 numeric said checked, labelled unchecked") :].splitlines()
+    assert miss[1].startswith("    rules: tests/test_p.py:")  # the assertion that checks it
+    assert "allclose" in miss[1]
+    assert miss[2] == "    label: the reader saw no test of it"
+
+
 def test_verdict_bench_prints_each_repository_beside_the_whole(tmp_path, capsys):
     import shutil
 
