@@ -329,11 +329,11 @@ def reaching_tests(linked: Link, code: CodeUnderTest) -> list[TestTraits]:
 def nearby_tests(linked: Link, code: CodeUnderTest) -> list[TestTraits]:
     """Tests that refer to another changed symbol of a linked symbol's file: they may run
     the promised code through it (a model built with a patched layer, say)."""
-    nearby = _beside(linked, code)
+    nearby = beside_names(linked, code)
     return [t for t in code.profile.tests if _parts(t.references) & nearby]
 
 
-def _beside(linked: Link, code: CodeUnderTest) -> frozenset[str]:
+def beside_names(linked: Link, code: CodeUnderTest) -> frozenset[str]:
     """The changed symbols of the files that define a linked symbol (its own name included)."""
     files = {s.path for s in code.symbols if s.name in linked.names and s.path}
     return frozenset(s.name for s in code.symbols if s.path in files) - GENERIC_NAMES
@@ -384,5 +384,5 @@ def nearby_scripts(linked: Link, code: CodeUnderTest) -> list[TestScript]:
     """Launch scripts that set or name another changed symbol of a linked symbol's file: the
     run they start goes through the file's changed code (an end-to-end resume run names the
     trainer's new flags, not each method it calls)."""
-    nearby = _beside(linked, code)
+    nearby = beside_names(linked, code)
     return reaching_scripts(Link(nearby, linked.strong), code) if nearby else []

@@ -8,7 +8,10 @@ field read back equal to the literal the test just built its object with. A test
 the changed code right behind a linked symbol checks a functional promise only
 on an assertion that bears on what its quote says beyond the linked names (its
 text, its test's name or its inputs use a word of that: "blockwise" in "support
-'blockwise' tp_mode" for a test of the function that reads the flag). When the
+'blockwise' tp_mode" for a test of the function that reads the flag); a test of
+the code beside it (another change of its file, its module) that reaches none of
+the linked symbols checks a promise of any category only on such an assertion,
+computed from the changed code of that file. When the
 quote names no changed symbol the link is weak: only a test named for the
 promise (its name uses several words of the quote), on an assertion computed
 from changed code, can check it; unless it is the title's functional promise,
@@ -53,6 +56,7 @@ from probe_builder.promises.linking import (
     Link,
     TestScript,
     behind,
+    beside_names,
     concerned,
     importing_tests,
     link,
@@ -80,10 +84,11 @@ class PromiseCheck:
 
 
 # The steps that find a check, strongest evidence first (:func:`_checking_site`): a test of
-# a linked symbol, of the code behind it, a test named for the promise, a test of the change
-# for the title's own promise.
-VIA_LINKED, VIA_BEHIND, VIA_NAMED, VIA_TITLE = "linked", "behind", "named for", "title"
-CHECKED_VIA = (VIA_LINKED, VIA_BEHIND, VIA_NAMED, VIA_TITLE)
+# a linked symbol, of the code behind it, of the code beside it, a test named for the
+# promise, a test of the change for the title's own promise.
+VIA_LINKED, VIA_BEHIND, VIA_BESIDE = "linked", "behind", "beside"
+VIA_NAMED, VIA_TITLE = "named for", "title"
+CHECKED_VIA = (VIA_LINKED, VIA_BEHIND, VIA_BESIDE, VIA_NAMED, VIA_TITLE)
 
 
 def _first(
@@ -370,16 +375,19 @@ def _sites_for(
     code: CodeUnderTest,
     names: frozenset[str],
     aspect: frozenset[str] | None,
+    *,
+    every_category: bool = False,
 ) -> SitesOf:
     """A test's assertions that may check the promise: computed from one of ``names`` (any
-    assertion, for a resource the test observes itself), and, for a functional promise,
-    bearing on ``aspect`` (None: any)."""
+    assertion, for a resource the test observes itself), and, for a functional promise (for
+    any, with ``every_category``), bearing on ``aspect`` (None: any)."""
+    bearing = every_category or promise.category is PromiseCategory.functional
 
     def sites_of(test: TestTraits) -> list[AssertionSite]:
         sites = code.profile.in_test(test)
         if names:
             sites = _on_linked(sites, names, promise.category)
-        if promise.category is PromiseCategory.functional and aspect is not None:
+        if bearing and aspect is not None:
             sites = [s for s in sites if _bears_on(s, aspect)]
         return sites
 
@@ -426,10 +434,15 @@ def _checking_site(
        function that reads its flag), on an assertion computed from that code; for a
        functional promise, only one that bears on what the quote says beyond the linked
        names (an assertion on the helper alone checks the helper).
-    3. A test named for the promise (for a state promise, also a test that saves and then
+    3. A test of the code beside a linked symbol that reaches none of it (another change of
+       its file, or its module through a function nobody changed), on an assertion computed
+       from the changed code of that file which bears on what the quote says beyond the
+       linked names, whatever the promise's category: the test may not run the promised
+       code, so only an assertion on the promise's own words speaks for it.
+    4. A test named for the promise (for a state promise, also a test that saves and then
        loads the changed code), on an assertion computed from any changed code: the only
        check a promise that names no changed symbol (a weak link) can have ...
-    4. ... but for the title's own functional promise ("MTP inference fixes", a squash
+    5. ... but for the title's own functional promise ("MTP inference fixes", a squash
        commit's subject): it speaks for the whole change, so a test reaching the changed
        code checks it on an assertion computed from that code which bears on a word of the
        title (its text, its test's name or the names it is computed from).
@@ -446,6 +459,9 @@ def _checking_site(
             found = _check_in(promise, reached.behind_tests, on_behind)
             if found is not None:
                 return (*found, VIA_BEHIND)
+        found = _check_beside(promise, code, linked, reached)
+        if found is not None:
+            return (*found, VIA_BESIDE)
     changed = frozenset(s.name for s in code.symbols)
     quote_words = words_of(promise.quote)
     named_for = [t for t in code.profile.tests if _named_for(quote_words, t)]
@@ -461,6 +477,23 @@ def _checking_site(
         if found is not None:
             return (*found, VIA_TITLE)
     return None
+
+
+def _check_beside(
+    promise: ExtractedPromise, code: CodeUnderTest, linked: Link, reached: _Reach
+) -> tuple[TestTraits, AssertionSite] | None:
+    """Step 3 of :func:`_checking_site`: a test of the code beside a linked symbol."""
+    reaching = {t.name for t in reached.tests}
+    beside = [
+        t
+        for t in nearby_tests(linked, code) + importing_tests(linked, code)
+        if t.name not in reaching
+    ]
+    if not beside:
+        return None
+    names = beside_names(linked, code) | linked.names
+    aspect = aspect_of(promise, linked)
+    return _check_in(promise, beside, _sites_for(promise, code, names, aspect, every_category=True))
 
 
 def _speaks_for_the_change(promise: ExtractedPromise, linked: Link) -> bool:

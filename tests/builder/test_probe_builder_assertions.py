@@ -918,6 +918,41 @@ def test_a_test_using_the_promised_codes_module_exercises_it(path, verdict):
     assert _verdict(PromiseCategory.time, quote, code) is verdict
 
 
+BESIDE_TEST = """
+from pkg.router import build_routes
+from other import count_padding
+
+
+def test_{name}():
+    routes = build_routes(4)
+    assert {assertion}
+"""
+
+
+@pytest.mark.parametrize(
+    ("category", "name", "assertion", "verdict"),
+    [
+        # the changed function beside the promised method, asserted on the quote's words
+        (PromiseCategory.functional, "routes", "routes.padded == 0", PromiseVerdict.checked),
+        (PromiseCategory.numeric, "routes", "routes.padding.sum() == 0", PromiseVerdict.checked),
+        # ... on something else it computes: the test may not run the promised code at all
+        (PromiseCategory.functional, "routes", "routes.count == 4", PromiseVerdict.exercised),
+        (PromiseCategory.numeric, "routes", "routes.weights.sum() == 0", PromiseVerdict.exercised),
+        # ... or the quote's words on a value no changed code computes
+        (PromiseCategory.functional, "padded", "count_padding() == 0", PromiseVerdict.exercised),
+    ],
+)
+def test_a_test_of_the_code_beside_checks_only_on_the_promises_own_words(
+    category, name, assertion, verdict
+):
+    source = BESIDE_TEST.format(name=name, assertion=assertion)
+    profile = profile_source("tests/test_p.py", textwrap.dedent(source).lstrip())
+    symbols = ("Router.route", "build_routes")
+    code = CodeUnderTest(profile, tuple(changed_symbol(q, None, "pkg/router.py") for q in symbols))
+    quote = "Router.route zeroes the padded slots"
+    assert _verdict(category, quote, code) is verdict
+
+
 def test_imports_name_their_modules_at_any_depth():
     source = """
     import pkg.sub.mod
@@ -1038,7 +1073,13 @@ def test_verdict_bench_judges_the_labelled_promises_at_the_merge_commit(tmp_path
     assert (dev.checked_right.agree, dev.checked_right.total) == (1, 1)
     # the check is found on a test of the linked function, and counted there only
     by_step = {step: (t.agree, t.total) for step, t in dev.checked_via.items()}
-    assert by_step == {"linked": (1, 1), "behind": (0, 0), "named for": (0, 0), "title": (0, 0)}
+    assert by_step == {
+        "linked": (1, 1),
+        "behind": (0, 0),
+        "beside": (0, 0),
+        "named for": (0, 0),
+        "title": (0, 0),
+    }
     holdout = evaluate([i for i in items if i.split == "holdout"], {"acme/lib": repo})
     assert (holdout.items, holdout.skipped) == (0, 1)  # its commit is not in the mirror
 
