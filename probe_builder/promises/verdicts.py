@@ -483,12 +483,9 @@ def _check_beside(
     promise: ExtractedPromise, code: CodeUnderTest, linked: Link, reached: _Reach
 ) -> tuple[TestTraits, AssertionSite] | None:
     """Step 3 of :func:`_checking_site`: a test of the code beside a linked symbol."""
-    reaching = {t.name for t in reached.tests}
-    beside = [
-        t
-        for t in nearby_tests(linked, code) + importing_tests(linked, code)
-        if t.name not in reaching
-    ]
+    reaching = set(reached.tests)
+    using = dict.fromkeys(nearby_tests(linked, code) + importing_tests(linked, code))
+    beside = [t for t in using if t not in reaching]
     if not beside:
         return None
     names = beside_names(linked, code) | linked.names
