@@ -11,7 +11,9 @@ name its description uses. A test reaches a symbol when
 it, or a helper of its own file that it calls, refers to the symbol's name
 (or to a linked flag's key). Non-Python files of the test patch (launch
 scripts, configs) reach a symbol by naming it, or a long part of it, on an
-added line: they run the code but assert nothing. A test that uses names
+added line: they run the code but assert nothing. A launch script also runs every
+file of the repository the program it starts imports, at any depth
+(:mod:`probe_builder.promises.launches`). A test that uses names
 of the module defining a linked symbol (or of the package right above it)
 exercises it too, through code the PR did not change. When the quote shares
 no word with any changed symbol, every changed symbol is linked weakly: the
@@ -38,6 +40,7 @@ from probe_builder.promises.assertions import (
     mentioned_names,
     profile_test_patch,
 )
+from probe_builder.promises.launches import files_run
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 _CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
@@ -102,11 +105,13 @@ class ChangedSymbol:
 
 @dataclass(frozen=True)
 class TestScript:
-    """A non-Python file of the test patch, by the identifiers on its added lines."""
+    """A non-Python file of the test patch, by the identifiers on its added lines and, for
+    a launch script, the repository files the programs it starts run (:mod:`launches`)."""
 
     __test__ = False
     path: str
     tokens: frozenset[str]
+    runs: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -216,7 +221,7 @@ def _is_script(file: FileDiff) -> bool:
     )
 
 
-def _scripts(test_files: Sequence[FileDiff]) -> tuple[TestScript, ...]:
+def _scripts(test_files: Sequence[FileDiff], head: TreeReader) -> tuple[TestScript, ...]:
     scripts = []
     for file in test_files:
         if not _is_script(file):
@@ -225,7 +230,9 @@ def _scripts(test_files: Sequence[FileDiff]) -> tuple[TestScript, ...]:
             raw[1:] for hunk in file.hunks for raw in hunk.lines if raw.startswith("+")
         )
         tokens = frozenset(t.rsplit(".", 1)[-1] for t in _IDENTIFIER.findall(added))
-        scripts.append(TestScript(file.path, tokens))
+        text = head.read(file.path) if file.path.endswith(SCRIPT_SUFFIXES) else None
+        runs = files_run(file.path, text, head) if text else frozenset()
+        scripts.append(TestScript(file.path, tokens, runs))
     return tuple(scripts)
 
 
@@ -239,7 +246,7 @@ def code_under_test(split: PatchSplit, *, head: TreeReader, contract: Contract) 
     symbols += [
         changed_symbol(f.name.lstrip("-").replace("-", "_"), f.help, f.path) for f in contract.flags
     ]
-    return CodeUnderTest(profile, tuple(symbols), _scripts(split.test_files))
+    return CodeUnderTest(profile, tuple(symbols), _scripts(split.test_files, head))
 
 
 def _names_identifier(symbol: ChangedSymbol, identifiers: frozenset[str]) -> bool:
@@ -386,3 +393,10 @@ def nearby_scripts(linked: Link, code: CodeUnderTest) -> list[TestScript]:
     trainer's new flags, not each method it calls)."""
     nearby = beside_names(linked, code)
     return reaching_scripts(Link(nearby, linked.strong), code) if nearby else []
+
+
+def running_scripts(linked: Link, code: CodeUnderTest) -> list[TestScript]:
+    """Launch scripts whose programs import a linked symbol's file: the run they start loads
+    the promised code, though the script names none of it."""
+    files = {s.path for s in code.symbols if s.name in linked.names and s.path}
+    return [s for s in code.scripts if s.runs & files]

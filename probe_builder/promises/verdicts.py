@@ -64,6 +64,7 @@ from probe_builder.promises.linking import (
     nearby_tests,
     reaching_scripts,
     reaching_tests,
+    running_scripts,
     words_of,
 )
 from task_registry.types import PromiseCategory, PromiseVerdict
@@ -508,12 +509,14 @@ def _exercised_by(linked: Link, code: CodeUnderTest, tests: list[TestTraits]) ->
     importing = importing_tests(linked, code) if linked.strong else []
     scripts = reaching_scripts(linked, code)
     beside = nearby_scripts(linked, code) if linked.strong else []
+    running = running_scripts(linked, code) if linked.strong else []
     reasons = (
         (tests, "run by {} without an assertion on what it promises"),
         (nearby, "{} use the code beside it; nothing asserts on it"),
         (importing, "{} use its module; nothing asserts on it"),
         (scripts, "run by {}, which asserts nothing on it"),
         (beside, "{} run the code beside it and assert nothing on it"),
+        (running, "loaded by the program started by {}, which asserts nothing on it"),
     )
     for found, reason in reasons:
         if found:

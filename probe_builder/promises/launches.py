@@ -1,0 +1,134 @@
+"""What a launch script of the test patch runs: the repository's files its programs import.
+
+An end-to-end script (``python3 -m pkg.trainer.main ...``, ``torchrun ... train.py``)
+starts a program of the repository; that program, and every module of the repository it
+imports at any depth (inside functions too: trainers import their workers lazily), runs
+when the script runs. A promise whose code is among them is run end to end by the script,
+whether or not the script names it; the script asserts nothing on it. A test file a script
+launches (``pytest``-style ``test_*.py``) is no program: the profile reads its assertions.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable
+
+from probe_builder.gitio import TreeReader
+
+# A program started by an interpreter or a launcher, the rest of the line its arguments.
+_LAUNCHER = re.compile(r"(?:^|[\s;&|(])(?:python[\d.]*|torchrun|deepspeed)\s+(?P<args>.*)")
+_TEST_FILE = re.compile(r"(^|/)(test_[^/]*|[^/]*_test)\.py$")
+_MODULE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+MAX_IMPORTED_FILES = 2000  # a closure this large has reached everything worth reaching
+
+
+def launched(script: str) -> list[tuple[str, str]]:
+    """The programs a shell script starts, in order: ``("module", "pkg.main")`` for
+    ``-m pkg.main``, ``("file", "train.py")`` for a file (a test file is left out)."""
+    programs: list[tuple[str, str]] = []
+    for line in script.replace("\\\n", " ").splitlines():
+        if line.lstrip().startswith("#"):
+            continue
+        for match in _LAUNCHER.finditer(line):
+            program = _program(match.group("args").split())
+            if program is not None and not _TEST_FILE.search(program[1]):
+                programs.append(program)
+    return programs
+
+
+def _program(arguments: list[str]) -> tuple[str, str] | None:
+    for i, argument in enumerate(arguments):
+        if argument == "-m" and i + 1 < len(arguments):
+            module = arguments[i + 1]
+            return ("module", module) if _MODULE.match(module) else None
+        if argument.endswith(".py") and "$" not in argument:
+            return ("file", argument.removeprefix("./"))
+    return None
+
+
+class _Resolver:
+    """Dotted modules to the repository's files, remembering the top-level names that are
+    not the repository's (``torch``, ``os``): nothing under them is read."""
+
+    def __init__(self, head: TreeReader) -> None:
+        self.head = head
+        self.foreign: set[str] = set()
+        self.found: dict[str, str | None] = {}
+
+    def path(self, module: str) -> str | None:
+        if not module or module.split(".")[0] in self.foreign:
+            return None
+        if module not in self.found:
+            base = module.replace(".", "/")
+            hit = next(
+                (p for p in (f"{base}.py", f"{base}/__init__.py") if self.head.read(p) is not None),
+                None,
+            )
+            if hit is None and "." not in module:
+                self.foreign.add(module)
+            self.found[module] = hit
+        return self.found[module]
+
+
+def _imported(tree: ast.AST, path: str) -> Iterable[str]:
+    """Every module an import of the file names, at any depth, with its parent packages
+    (importing ``a.b.c`` runs ``a`` and ``a.b`` first); ``from a import b`` names ``a.b``
+    too, ``b`` may be a module."""
+    package = path.rpartition("/")[0].replace("/", ".")
+    for node in ast.walk(tree):
+        modules: list[str] = []
+        if isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".") if package else []
+                parts = parts[: len(parts) - (node.level - 1)] if node.level > 1 else parts
+                base = ".".join([*parts, *([base] if base else [])])
+            modules = [base, *(f"{base}.{alias.name}" for alias in node.names if base)]
+        for module in modules:
+            parts = module.split(".")
+            yield from (".".join(parts[:i]) for i in range(1, len(parts) + 1))
+
+
+def imported_files(starts: Iterable[str], head: TreeReader) -> frozenset[str]:
+    """The repository files ``starts`` (paths) import at any depth, themselves included."""
+    resolver = _Resolver(head)
+    seen: set[str] = set()
+    pending = list(starts)
+    while pending and len(seen) < MAX_IMPORTED_FILES:
+        path = pending.pop()
+        if path in seen:
+            continue
+        text = head.read(path)
+        if text is None:
+            continue
+        seen.add(path)
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            continue
+        for module in _imported(tree, path):
+            found = resolver.path(module)
+            if found is not None and found not in seen:
+                pending.append(found)
+    return frozenset(seen)
+
+
+def files_run(script_path: str, script: str, head: TreeReader) -> frozenset[str]:
+    """The repository files the programs of ``script`` run: each program's file (a module
+    by its dotted name, a file from the repository root or the script's folder) and what
+    it imports."""
+    resolver = _Resolver(head)
+    folder = script_path.rpartition("/")[0]
+    starts: list[str] = []
+    for kind, target in launched(script):
+        if kind == "module":
+            found = resolver.path(target)
+        else:
+            candidates = (target, f"{folder}/{target}" if folder else target)
+            found = next((c for c in candidates if head.read(c) is not None), None)
+        if found is not None:
+            starts.append(found)
+    return imported_files(starts, head) if starts else frozenset()

@@ -1,0 +1,156 @@
+"""What a launch script of the test patch runs, and the verdict of a promise it runs."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from probe_builder.gitio import MemoryTree
+from probe_builder.material.contract import extract_contract
+from probe_builder.promises.assertions import profile_source
+from probe_builder.promises.extract import ExtractedPromise
+from probe_builder.promises.launches import files_run, launched
+from probe_builder.promises.linking import (
+    CodeUnderTest,
+    TestScript,
+    changed_symbol,
+    code_under_test,
+)
+from probe_builder.promises.verdicts import judge_promises
+from task_registry.types import PromiseCategory, PromiseVerdict
+from tests.probe_builder_support import make_pr
+
+SCRIPT = """\
+#!/usr/bin/env bash
+set -xeuo pipefail
+# python3 -m pkg.commented_out
+python3 -m pkg.main \\
+    trainer.epochs=1 \\
+    trainer.resume=auto
+torchrun --nproc_per_node 2 --master_port=29500 tools/train.py --steps 2
+python3 tests/e2e/test_results.py --out "$OUT"
+python3 "${ENTRY}.py"
+python -c "print(1)"
+"""
+
+
+def test_a_launch_script_starts_its_modules_and_files_but_not_its_tests():
+    assert launched(SCRIPT) == [("module", "pkg.main"), ("file", "tools/train.py")]
+
+
+# The repository a script's program imports: eagerly, inside a function (a trainer builds
+# its workers lazily), relatively, and a module nothing imports.
+REPO = {
+    "pkg/__init__.py": "",
+    "pkg/main.py": """
+        import os
+
+        import torch
+
+        from pkg.config import Config
+
+
+        def run():
+            from pkg.workers import Worker
+
+            return Worker(Config())
+        """,
+    "pkg/config.py": "class Config:\n    pass\n",
+    "pkg/workers/__init__.py": "from .worker import Worker\n",
+    "pkg/workers/worker.py": "from ..kernels import fused\n\n\nclass Worker:\n    pass\n",
+    "pkg/kernels.py": "def fused():\n    return 1\n",
+    "pkg/unused.py": "def never():\n    return 0\n",
+}
+
+
+class CountingTree:
+    """Files in memory, and how often each path was read."""
+
+    def __init__(self, files: dict[str, str]) -> None:
+        self.files = files
+        self.reads: dict[str, int] = {}
+
+    def read(self, path: str) -> str | None:
+        self.reads[path] = self.reads.get(path, 0) + 1
+        return MemoryTree(self.files).read(path)
+
+
+def _tree() -> CountingTree:
+    return CountingTree({p: textwrap.dedent(t).lstrip() for p, t in REPO.items()})
+
+
+def test_a_script_runs_what_its_program_imports_at_any_depth():
+    tree = _tree()
+    runs = files_run("tests/e2e/run.sh", "python3 -m pkg.main x=1\n", tree)
+    assert runs == {
+        "pkg/__init__.py",
+        "pkg/main.py",
+        "pkg/config.py",
+        "pkg/workers/__init__.py",
+        "pkg/workers/worker.py",
+        "pkg/kernels.py",
+    }
+    # a package that is not the repository's is looked for once, never below its top
+    assert not any(p.startswith("torch/") and p != "torch/__init__.py" for p in tree.reads)
+    assert tree.reads.get("torch.py", 0) <= 1
+
+
+def test_a_script_whose_program_is_not_in_the_repository_runs_nothing():
+    tree = _tree()
+    assert files_run("tests/e2e/run.sh", "python3 -m other.main\n", tree) == frozenset()
+    assert files_run("tests/e2e/run.sh", "pytest tests/\n", tree) == frozenset()
+    # a file is found from the repository root or beside the script
+    beside = CountingTree({"tests/e2e/drive.py": "import pkg.config\n", **_tree().files})
+    assert files_run("tests/e2e/run.sh", "python drive.py\n", beside) == {
+        "tests/e2e/drive.py",
+        "pkg/__init__.py",
+        "pkg/config.py",
+    }
+
+
+def _verdict(quote: str, code: CodeUnderTest) -> PromiseVerdict:
+    promise = ExtractedPromise(category=PromiseCategory.functional, quote=quote)
+    return judge_promises([promise], code)[0].verdict
+
+
+@pytest.mark.parametrize(
+    ("quote", "verdict"),
+    [
+        # imported inside a function, then through a relative import: the run loads it
+        ("fused kernel for the worker", PromiseVerdict.exercised),
+        # nothing the program imports: the script does not run it
+        ("never called helper", PromiseVerdict.unchecked),
+    ],
+)
+def test_a_promise_a_launched_program_loads_is_exercised(quote, verdict):
+    runs = files_run("tests/e2e/run.sh", "python3 -m pkg.main\n", _tree())
+    script = TestScript("tests/e2e/run.sh", frozenset({"python3", "main"}), runs)
+    symbols = (
+        changed_symbol("fused", "The fused kernel of the worker.", "pkg/kernels.py"),
+        changed_symbol("never", "A never called helper.", "pkg/unused.py"),
+    )
+    code = CodeUnderTest(profile_source("tests/test_p.py", "x = 1\n"), symbols, (script,))
+    assert _verdict(quote, code) is verdict
+
+
+def test_a_changed_launch_script_of_a_pr_is_read_whole_at_the_head(tmp_path):
+    base = {p: textwrap.dedent(t).lstrip() for p, t in REPO.items()}
+    base["tests/e2e/run.sh"] = "python3 -m pkg.main trainer.epochs=1\n"
+    change = {
+        "pkg/kernels.py": "def fused():\n    return 2\n",
+        # the PR changes only an unrelated line of the script: its program still runs
+        "tests/e2e/run.sh": "python3 -m pkg.main trainer.epochs=2\n",
+    }
+    pr = make_pr(tmp_path, base, change)
+    contract = extract_contract(
+        pr.split.golden_files, base=pr.base_tree, head=pr.head_tree, sources={}
+    )
+    code = code_under_test(pr.split, head=pr.head_tree, contract=contract)
+    assert [s.path for s in code.scripts] == ["tests/e2e/run.sh"]
+    assert "pkg/kernels.py" in code.scripts[0].runs
+    check = judge_promises(
+        [ExtractedPromise(category=PromiseCategory.functional, quote="fused returns two")], code
+    )[0]
+    assert check.verdict is PromiseVerdict.exercised
+    assert "loaded by the program started by tests/e2e/run.sh" in check.evidence
