@@ -9,7 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from probe_builder.gitio import GitTree, diff_commits
+from probe_builder.material.contract import extract_contract
 from probe_builder.material.split import PatchSplit, split_patch
+from probe_builder.promises.linking import CodeUnderTest, code_under_test
 
 TEST_GLOBS = ("tests/**", "**/test_*.py", "**/*_test.py")
 
@@ -51,6 +53,15 @@ class FixturePR:
     @property
     def head_tree(self) -> GitTree:
         return GitTree(self.repo, self.head)
+
+    def code_under_test(self) -> CodeUnderTest:
+        """What the verdicts read of this PR: its test patch's profile, its changed symbols
+        and flags, its launch scripts."""
+        head = self.head_tree
+        contract = extract_contract(
+            self.split.golden_files, base=self.base_tree, head=head, sources={}
+        )
+        return code_under_test(self.split, head=head, contract=contract)
 
     def apply_check(self, patch: str) -> None:
         """``git apply --check`` of ``patch`` on a fresh checkout of the base."""

@@ -797,9 +797,6 @@ def test_a_helper_called_many_times_is_seen_from_its_last_calls_only():
 
 def test_a_helpers_assertions_seen_from_its_calls_reach_the_verdict_of_a_real_patch(tmp_path):
     # The same through the patch: profile_test_patch carries every file's views of helpers.
-    from probe_builder.material.contract import extract_contract
-    from probe_builder.promises.linking import code_under_test
-
     store = "class Store:\n    def save_checkpoint(self, path):\n        pass\n"
     change = {
         "pkg/__init__.py": "from pkg.store import Store\n",
@@ -810,10 +807,7 @@ def test_a_helpers_assertions_seen_from_its_calls_reach_the_verdict_of_a_real_pa
         ),
     }
     pr = make_pr(tmp_path, {"pkg/__init__.py": "", "pkg/store.py": store}, change)
-    contract = extract_contract(
-        pr.split.golden_files, base=pr.base_tree, head=pr.head_tree, sources={}
-    )
-    code = code_under_test(pr.split, head=pr.head_tree, contract=contract)
+    code = pr.code_under_test()
     assert code.profile.called, "the helper's assertion, seen from the test's call"
     quote = "load_checkpoint resumes what save_checkpoint wrote"
     assert _verdict(PromiseCategory.state, quote, code) is PromiseVerdict.checked
@@ -856,13 +850,7 @@ def test_a_launch_script_that_sets_the_new_flag_exercises_the_promise(tmp_path):
         "tests/e2e/run.sh": "python -m pkg.train use_fused=True\n",
     }
     pr = make_pr(tmp_path, base, change)
-    from probe_builder.material.contract import extract_contract
-    from probe_builder.promises.linking import code_under_test
-
-    contract = extract_contract(
-        pr.split.golden_files, base=pr.base_tree, head=pr.head_tree, sources={}
-    )
-    code = code_under_test(pr.split, head=pr.head_tree, contract=contract)
+    code = pr.code_under_test()
     quote = "add the option use_fused"
     assert _verdict(PromiseCategory.functional, quote, code) is PromiseVerdict.exercised
     quote = "fast_kernel is faster"
@@ -1522,14 +1510,8 @@ BEHIND_CHANGE = {
 
 @pytest.fixture(scope="module")
 def behind_code(tmp_path_factory):
-    from probe_builder.material.contract import extract_contract
-    from probe_builder.promises.linking import code_under_test
-
     pr = make_pr(tmp_path_factory.mktemp("behind"), BEHIND_BASE, BEHIND_CHANGE)
-    contract = extract_contract(
-        pr.split.golden_files, base=pr.base_tree, head=pr.head_tree, sources={}
-    )
-    return code_under_test(pr.split, head=pr.head_tree, contract=contract)
+    return pr.code_under_test()
 
 
 @pytest.mark.parametrize(

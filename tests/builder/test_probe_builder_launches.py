@@ -7,16 +7,10 @@ import textwrap
 import pytest
 
 from probe_builder.gitio import MemoryTree
-from probe_builder.material.contract import extract_contract
 from probe_builder.promises.assertions import profile_source
 from probe_builder.promises.extract import ExtractedPromise
 from probe_builder.promises.launches import files_run, launched
-from probe_builder.promises.linking import (
-    CodeUnderTest,
-    TestScript,
-    changed_symbol,
-    code_under_test,
-)
+from probe_builder.promises.linking import CodeUnderTest, TestScript, changed_symbol
 from probe_builder.promises.verdicts import judge_promises
 from task_registry.types import PromiseCategory, PromiseVerdict
 from tests.probe_builder_support import make_pr
@@ -143,10 +137,7 @@ def test_a_changed_launch_script_of_a_pr_is_read_whole_at_the_head(tmp_path):
         "tests/e2e/run.sh": "python3 -m pkg.main trainer.epochs=2\n",
     }
     pr = make_pr(tmp_path, base, change)
-    contract = extract_contract(
-        pr.split.golden_files, base=pr.base_tree, head=pr.head_tree, sources={}
-    )
-    code = code_under_test(pr.split, head=pr.head_tree, contract=contract)
+    code = pr.code_under_test()
     assert [s.path for s in code.scripts] == ["tests/e2e/run.sh"]
     assert "pkg/kernels.py" in code.scripts[0].runs
     check = judge_promises(
