@@ -33,6 +33,8 @@ _REDUCE = r"(?<![-_])reduc(?!e[-_ ]?scatter)"
 # A rate serving is measured by, and that rate raised ("increases QPS by a tenth").
 _SERVING_RATE = r"(qps|tps|rps|tok/s|tokens?/s|requests?/s)"
 _RAISED = r"(improv|increas|boost|higher)\w*"
+# What a share gained may be of, other than time.
+_NOT_TIME = r"\b(accura\w*|memory|acceptance|precision|recall|scores?)\b"
 # Activation (gradient) checkpointing recomputes; it saves no state.
 _NOT_RECOMPUTE = r"(?<!activation )(?<!gradient )(?<!activation-)"
 _CHECKPOINT = _NOT_RECOMPUTE + r"\b(checkpoint|ckpt|dist[-_ ]?ckpt)\w*"
@@ -250,6 +252,14 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\bunnecessarily re-?(comput|creat|build|calculat)\w*|\b(re-?computing|re-?creating)\b"
         r"[^.]{0,30}\b(twice|again|every|each)\b",
         r"\bthe same (speed|throughput)\b",  # a special case that no longer pays for the general
+        # a loop or a scheduler no longer held up by work done inline; a result reused, not
+        # computed again; a gain given as a share (of time: not of accuracy or memory)
+        r"\b(not|never|no longer|without|avoid\w*|fix\w*|prevent\w*|stop\w*)\b[^.]{0,30}\bblock\w*"
+        r"\b[^.]{0,20}\b(event loop|scheduler|main thread|engine loop|other requests)\b"
+        r"|\bevent[- ]loop block\w*",
+        r"\binstead of re-?(call|comput|creat|build|calculat)\w*",
+        r"\b(improv\w*|gives?|gains?|benefits?)\b(?![^.]{0,20}" + _NOT_TIME + r")[^.]{0,20}"
+        r"\b\d+(\.\d+)?(-\d+)?\s?%(?![^.]{0,30}" + _NOT_TIME + r")",
     ),
     PromiseCategory.traffic: rx(
         r"\b(data )?(transmission|traffic|bandwidth)\b",
