@@ -616,6 +616,12 @@ def _bindings(function: ast.AST) -> list[tuple[set[str], ast.AST]]:
         if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign) and node.value is not None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             found.append(({n for t in targets for n in mentioned_names(t)}, node.value))
+            # cfg.use_fused = True: the object now carries the field it was given
+            found += [
+                ({root}, t)
+                for t in targets
+                if isinstance(t, ast.Attribute) and (root := _root_name(t)) is not None
+            ]
         elif isinstance(node, ast.For | ast.AsyncFor):
             found.append((mentioned_names(node.target), node.iter))
         elif isinstance(node, ast.withitem) and node.optional_vars is not None:

@@ -1806,3 +1806,33 @@ def test_a_value_a_test_gets_through_its_helpers_is_computed_from_what_they_call
     )
     quote = "Add `add_grid_args` for heterogeneous grid sizes"
     assert _verdict(PromiseCategory.functional, quote, code) is verdict
+
+
+FIELD_SET_TEST = """
+from pkg.train import TrainConfig, train
+
+
+def test_one_step():
+    cfg = TrainConfig()
+    cfg.use_fused_loss = {value}
+    loss = train(cfg)
+    assert loss == 3.0
+"""
+
+
+@pytest.mark.parametrize(
+    ("value", "verdict"),
+    [
+        ("True", PromiseVerdict.checked),  # the object given the flag is what the loss comes from
+        ("flag_from_env()", PromiseVerdict.checked),
+    ],
+)
+def test_a_field_set_on_an_object_makes_what_it_computes_depend_on_the_field(value, verdict):
+    code = _code(FIELD_SET_TEST.format(value=value), "use_fused_loss")
+    quote = "use_fused_loss computes the same loss"
+    assert _verdict(PromiseCategory.functional, quote, code) is verdict
+    # a value computed from another object does not depend on the field
+    other = FIELD_SET_TEST.format(value="True").replace("train(cfg)", "train(TrainConfig())")
+    assert _verdict(PromiseCategory.functional, quote, _code(other, "use_fused_loss")) is (
+        PromiseVerdict.exercised
+    )
