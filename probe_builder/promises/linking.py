@@ -57,6 +57,8 @@ GENERIC_WORDS = frozenset(_GENERIC.split())
 MIN_WORD = 3
 SCRIPT_SUFFIXES = (".sh", ".bash")
 RUN_CONFIG_SUFFIXES = (".yaml", ".yml")
+_DASHED_FLAG = re.compile(r"--([A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)+)")
+GOLDEN_FILE = re.compile(r"golden[^/]*$", re.I)  # golden_values_dev.json, tokens_golden.json
 # Method names every class has: a test that calls one reaches nothing in particular.
 GENERIC_NAMES = frozenset({"__init__", "forward", "backward", "__call__", "setUp", "main"})
 MIN_IDENTIFIER = 6  # an identifier this long names a symbol that contains it
@@ -112,6 +114,9 @@ class TestScript:
     path: str
     tokens: frozenset[str]
     runs: frozenset[str] = frozenset()
+    # The test patch holds golden values beside it (a recorded run's outputs, which the
+    # harness compares the new run's with).
+    goldens: bool = False
 
 
 @dataclass(frozen=True)
@@ -221,7 +226,14 @@ def _is_script(file: FileDiff) -> bool:
     )
 
 
+def _folder(path: str) -> str:
+    return path.rpartition("/")[0]
+
+
 def _scripts(test_files: Sequence[FileDiff], head: TreeReader) -> tuple[TestScript, ...]:
+    golden_folders = {
+        _folder(f.path) for f in test_files if not f.is_deleted and GOLDEN_FILE.search(f.path)
+    }
     scripts = []
     for file in test_files:
         if not _is_script(file):
@@ -230,9 +242,12 @@ def _scripts(test_files: Sequence[FileDiff], head: TreeReader) -> tuple[TestScri
             raw[1:] for hunk in file.hunks for raw in hunk.lines if raw.startswith("+")
         )
         tokens = frozenset(t.rsplit(".", 1)[-1] for t in _IDENTIFIER.findall(added))
+        # a command-line flag, as the code that reads it names it (--fused-sampling)
+        tokens |= {f.replace("-", "_") for f in _DASHED_FLAG.findall(added)}
         text = head.read(file.path) if file.path.endswith(SCRIPT_SUFFIXES) else None
         runs = files_run(file.path, text, head) if text else frozenset()
-        scripts.append(TestScript(file.path, tokens, runs))
+        goldens = _folder(file.path) in golden_folders
+        scripts.append(TestScript(file.path, tokens, runs, goldens))
     return tuple(scripts)
 
 

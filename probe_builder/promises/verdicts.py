@@ -89,7 +89,18 @@ class PromiseCheck:
 # promise, a test of the change for the title's own promise.
 VIA_LINKED, VIA_BEHIND, VIA_BESIDE = "linked", "behind", "beside"
 VIA_NAMED, VIA_TITLE = "named for", "title"
-CHECKED_VIA = (VIA_LINKED, VIA_BEHIND, VIA_BESIDE, VIA_NAMED, VIA_TITLE)
+# ... and, with no test's assertion, a run configuration compared with golden values.
+VIA_GOLDEN = "golden values"
+CHECKED_VIA = (VIA_LINKED, VIA_BEHIND, VIA_BESIDE, VIA_NAMED, VIA_TITLE, VIA_GOLDEN)
+# What a run compared with recorded outputs (tokens, log-probs, losses) checks: the result
+# under the promised flag; not memory, time or traffic, which such a comparison leaves to
+# its tolerance, if it records them at all.
+GOLDEN_CATEGORIES = (
+    PromiseCategory.functional,
+    PromiseCategory.numeric,
+    PromiseCategory.state,
+    PromiseCategory.mode,
+)
 
 
 def _first(
@@ -524,6 +535,18 @@ def _exercised_by(linked: Link, code: CodeUnderTest, tests: list[TestTraits]) ->
     return None
 
 
+def _golden_run(
+    promise: ExtractedPromise, linked: Link, reached: _Reach, code: CodeUnderTest
+) -> TestScript | None:
+    """A run configuration of the test patch that sets a symbol the quote names (or the
+    code right behind it), beside golden values the patch holds: the harness compares the
+    run's outputs with them, so the promised behaviour is checked end to end."""
+    if not linked.strong or promise.category not in GOLDEN_CATEGORIES:
+        return None
+    scripts = reaching_scripts(linked, code) + reaching_scripts(reached.behind, code)
+    return next((s for s in scripts if s.goldens), None)
+
+
 def _name(found: TestTraits | TestScript) -> str:
     return found.name if isinstance(found, TestTraits) else found.path
 
@@ -543,6 +566,10 @@ def judge_promise(promise: ExtractedPromise, code: CodeUnderTest) -> PromiseChec
         test, site, via = found
         evidence = f"{site.path}:{site.line} {test.name}: {site.text}"
         return PromiseCheck(promise, PromiseVerdict.checked, evidence, concerns, via)
+    golden = _golden_run(promise, linked, reached, code)
+    if golden is not None:
+        evidence = f"{golden.path} sets it; the run's outputs are compared with golden values"
+        return PromiseCheck(promise, PromiseVerdict.checked, evidence, concerns, VIA_GOLDEN)
     reason = _exercised_by(reached.behind, code, reached.behind_tests)
     if reason is not None:
         return PromiseCheck(promise, PromiseVerdict.exercised, reason, concerns)

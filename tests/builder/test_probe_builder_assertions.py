@@ -1067,6 +1067,7 @@ def test_verdict_bench_judges_the_labelled_promises_at_the_merge_commit(tmp_path
         "beside": (0, 0),
         "named for": (0, 0),
         "title": (0, 0),
+        "golden values": (0, 0),
     }
     holdout = evaluate([i for i in items if i.split == "holdout"], {"acme/lib": repo})
     assert (holdout.items, holdout.skipped) == (0, 1)  # its commit is not in the mirror

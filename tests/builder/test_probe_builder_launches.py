@@ -145,3 +145,46 @@ def test_a_changed_launch_script_of_a_pr_is_read_whole_at_the_head(tmp_path):
     )[0]
     assert check.verdict is PromiseVerdict.exercised
     assert "loaded by the program started by tests/e2e/run.sh" in check.evidence
+
+
+GOLDEN_BASE = {
+    "pkg/__init__.py": "",
+    "pkg/args.py": 'def add_args(parser):\n    parser.add_argument("--steps", type=int)\n',
+    "pkg/infer.py": "def decode(steps):\n    return steps\n",
+}
+GOLDEN_CHANGE = {
+    "pkg/args.py": GOLDEN_BASE["pkg/args.py"]
+    + '    parser.add_argument("--fused-sampling", action="store_true")\n',
+    "pkg/infer.py": "def decode(steps, fused_sampling=False):\n    return steps\n",
+    "tests/functional/case_a/model_config.yaml": "ARGS:\n  --fused-sampling: true\n",
+    "tests/functional/case_a/golden_values.json": '{"tokens": [1, 2, 3]}\n',
+    "tests/functional/case_b/model_config.yaml": "ARGS:\n  --fused-sampling: true\n",
+}
+
+
+@pytest.mark.parametrize(
+    ("goldens", "category", "verdict"),
+    [
+        # the run under the new flag is compared with recorded outputs
+        ({"case_a"}, PromiseCategory.functional, PromiseVerdict.checked),
+        ({"case_a"}, PromiseCategory.mode, PromiseVerdict.checked),
+        # a recorded result says nothing of the run's time
+        ({"case_a"}, PromiseCategory.time, PromiseVerdict.exercised),
+        # the run is compared with nothing
+        (set(), PromiseCategory.functional, PromiseVerdict.exercised),
+    ],
+)
+def test_a_run_configuration_beside_golden_values_checks_what_it_sets(
+    tmp_path, goldens, category, verdict
+):
+    change = dict(GOLDEN_CHANGE)
+    if not goldens:
+        del change["tests/functional/case_a/golden_values.json"]
+    pr = make_pr(tmp_path, GOLDEN_BASE, change)
+    code = pr.code_under_test()
+    assert {s.path.split("/")[2] for s in code.scripts if s.goldens} == goldens
+    promise = ExtractedPromise(category=category, quote="add --fused-sampling to decode faster")
+    check = judge_promises([promise], code)[0]
+    assert check.verdict is verdict
+    if verdict is PromiseVerdict.checked:
+        assert check.evidence.startswith("tests/functional/case_a/model_config.yaml sets it")
