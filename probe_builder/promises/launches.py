@@ -25,26 +25,29 @@ MAX_IMPORTED_FILES = 2000  # a closure this large has reached everything worth r
 
 def launched(script: str) -> list[tuple[str, str]]:
     """The programs a shell script starts, in order: ``("module", "pkg.main")`` for
-    ``-m pkg.main``, ``("file", "train.py")`` for a file (a test file is left out)."""
+    ``-m pkg.main``, ``("file", "train.py")`` for a file (a test file is left out). A
+    launcher module's own program is kept too (``-m torch.distributed.run train.py``);
+    what is not the repository's is dropped when resolved."""
     programs: list[tuple[str, str]] = []
     for line in script.replace("\\\n", " ").splitlines():
         if line.lstrip().startswith("#"):
             continue
         for match in _LAUNCHER.finditer(line):
-            program = _program(match.group("args").split())
-            if program is not None and not _TEST_FILE.search(program[1]):
-                programs.append(program)
+            programs += [p for p in _programs(match.group("args").split()) if p not in programs]
     return programs
 
 
-def _program(arguments: list[str]) -> tuple[str, str] | None:
+def _programs(arguments: list[str]) -> list[tuple[str, str]]:
+    """The module after ``-m`` and the first Python file among a launcher's arguments."""
+    found: list[tuple[str, str]] = []
     for i, argument in enumerate(arguments):
-        if argument == "-m" and i + 1 < len(arguments):
-            module = arguments[i + 1]
-            return ("module", module) if _MODULE.match(module) else None
-        if argument.endswith(".py") and "$" not in argument:
-            return ("file", argument.removeprefix("./"))
-    return None
+        if argument == "-m" and i + 1 < len(arguments) and _MODULE.match(arguments[i + 1]):
+            found.append(("module", arguments[i + 1]))
+        elif argument.endswith(".py") and "$" not in argument:
+            if not _TEST_FILE.search(argument):
+                found.append(("file", argument.removeprefix("./")))
+            break
+    return found
 
 
 class _Resolver:

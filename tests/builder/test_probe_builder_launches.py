@@ -26,11 +26,19 @@ torchrun --nproc_per_node 2 --master_port=29500 tools/train.py --steps 2
 python3 tests/e2e/test_results.py --out "$OUT"
 python3 "${ENTRY}.py"
 python -c "print(1)"
+python -m torch.distributed.run --nproc_per_node 2 tools/pretrain.py --steps 2
+python3 -m pytest -q tests/unit
 """
 
 
 def test_a_launch_script_starts_its_modules_and_files_but_not_its_tests():
-    assert launched(SCRIPT) == [("module", "pkg.main"), ("file", "tools/train.py")]
+    assert launched(SCRIPT) == [
+        ("module", "pkg.main"),
+        ("file", "tools/train.py"),
+        ("module", "torch.distributed.run"),
+        ("file", "tools/pretrain.py"),
+        ("module", "pytest"),
+    ]
 
 
 # The repository a script's program imports: eagerly, inside a function (a trainer builds
