@@ -95,11 +95,10 @@ def _imported(tree: ast.AST, path: str) -> Iterable[str]:
             yield from (".".join(parts[:i]) for i in range(1, len(parts) + 1))
 
 
-def imported_files(starts: Iterable[str], head: TreeReader) -> frozenset[str]:
-    """The repository files ``starts`` (paths) import at any depth, themselves included."""
-    resolver = _Resolver(head)
+def _closure(start: str, head: TreeReader, resolver: _Resolver) -> frozenset[str]:
+    """The repository files ``start`` imports at any depth, itself included."""
     seen: set[str] = set()
-    pending = list(starts)
+    pending = [start]
     while pending and len(seen) < MAX_IMPORTED_FILES:
         path = pending.pop()
         if path in seen:
@@ -119,19 +118,36 @@ def imported_files(starts: Iterable[str], head: TreeReader) -> frozenset[str]:
     return frozenset(seen)
 
 
+class ProgramReader:
+    """What the launch scripts of one tree run: each program's imports are followed once,
+    however many scripts start it (a PR may edit twenty scripts that all start one
+    trainer)."""
+
+    def __init__(self, head: TreeReader) -> None:
+        self.head = head
+        self.resolver = _Resolver(head)
+        self.closures: dict[str, frozenset[str]] = {}
+
+    def files_run(self, script_path: str, script: str) -> frozenset[str]:
+        """The repository files the programs of ``script`` run: each program's file (a
+        module by its dotted name, a file from the repository root or the script's folder)
+        and what it imports."""
+        folder = script_path.rpartition("/")[0]
+        runs: set[str] = set()
+        for kind, target in launched(script):
+            if kind == "module":
+                found = self.resolver.path(target)
+            else:
+                candidates = (target, f"{folder}/{target}" if folder else target)
+                found = next((c for c in candidates if self.head.read(c) is not None), None)
+            if found is None:
+                continue
+            if found not in self.closures:
+                self.closures[found] = _closure(found, self.head, self.resolver)
+            runs |= self.closures[found]
+        return frozenset(runs)
+
+
 def files_run(script_path: str, script: str, head: TreeReader) -> frozenset[str]:
-    """The repository files the programs of ``script`` run: each program's file (a module
-    by its dotted name, a file from the repository root or the script's folder) and what
-    it imports."""
-    resolver = _Resolver(head)
-    folder = script_path.rpartition("/")[0]
-    starts: list[str] = []
-    for kind, target in launched(script):
-        if kind == "module":
-            found = resolver.path(target)
-        else:
-            candidates = (target, f"{folder}/{target}" if folder else target)
-            found = next((c for c in candidates if head.read(c) is not None), None)
-        if found is not None:
-            starts.append(found)
-    return imported_files(starts, head) if starts else frozenset()
+    """:meth:`ProgramReader.files_run` for one script."""
+    return ProgramReader(head).files_run(script_path, script)

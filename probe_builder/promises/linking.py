@@ -40,7 +40,7 @@ from probe_builder.promises.assertions import (
     mentioned_names,
     profile_test_patch,
 )
-from probe_builder.promises.launches import files_run
+from probe_builder.promises.launches import ProgramReader
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 _CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
@@ -234,6 +234,7 @@ def _scripts(test_files: Sequence[FileDiff], head: TreeReader) -> tuple[TestScri
     golden_folders = {
         _folder(f.path) for f in test_files if not f.is_deleted and GOLDEN_FILE.search(f.path)
     }
+    programs = ProgramReader(head)
     scripts = []
     for file in test_files:
         if not _is_script(file):
@@ -245,7 +246,7 @@ def _scripts(test_files: Sequence[FileDiff], head: TreeReader) -> tuple[TestScri
         # a command-line flag, as the code that reads it names it (--fused-sampling)
         tokens |= {f.replace("-", "_") for f in _DASHED_FLAG.findall(added)}
         text = head.read(file.path) if file.path.endswith(SCRIPT_SUFFIXES) else None
-        runs = files_run(file.path, text, head) if text else frozenset()
+        runs = programs.files_run(file.path, text) if text else frozenset()
         goldens = _folder(file.path) in golden_folders
         scripts.append(TestScript(file.path, tokens, runs, goldens))
     return tuple(scripts)

@@ -9,7 +9,7 @@ import pytest
 from probe_builder.gitio import MemoryTree
 from probe_builder.promises.assertions import profile_source
 from probe_builder.promises.extract import ExtractedPromise
-from probe_builder.promises.launches import files_run, launched
+from probe_builder.promises.launches import ProgramReader, files_run, launched
 from probe_builder.promises.linking import CodeUnderTest, TestScript, changed_symbol
 from probe_builder.promises.verdicts import judge_promises
 from task_registry.types import PromiseCategory, PromiseVerdict
@@ -196,3 +196,13 @@ def test_a_run_configuration_beside_golden_values_checks_what_it_sets(
     assert check.verdict is verdict
     if verdict is PromiseVerdict.checked:
         assert check.evidence.startswith("tests/functional/case_a/model_config.yaml sets it")
+
+
+def test_a_program_many_scripts_start_is_read_once():
+    tree = _tree()
+    programs = ProgramReader(tree)
+    first = programs.files_run("tests/e2e/a.sh", "python3 -m pkg.main\n")
+    reads = dict(tree.reads)
+    second = programs.files_run("tests/e2e/b.sh", "python3 -m pkg.main x=2\n")
+    assert first == second
+    assert tree.reads == reads  # the closure was not read again
