@@ -1,1 +1,1 @@
-"""Tests of the builder area."""
+"""Tests of the promise extractor, the assertion profile and the verdicts."""
