@@ -58,7 +58,9 @@ MIN_WORD = 3
 SCRIPT_SUFFIXES = (".sh", ".bash")
 RUN_CONFIG_SUFFIXES = (".yaml", ".yml")
 _DASHED_FLAG = re.compile(r"--([A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)+)")
-GOLDEN_FILE = re.compile(r"golden[^/]*$", re.I)  # golden_values_dev.json, tokens_golden.json
+# Recorded outputs a harness compares a run with (golden_values_dev.json, tokens_golden.txt);
+# not a test module that happens to be named for them.
+GOLDEN_FILE = re.compile(r"golden[^/]*\.(json|jsonl|ya?ml|txt|csv|npy|npz|pt|pkl)$", re.I)
 # Method names every class has: a test that calls one reaches nothing in particular.
 GENERIC_NAMES = frozenset({"__init__", "forward", "backward", "__call__", "setUp", "main"})
 MIN_IDENTIFIER = 6  # an identifier this long names a symbol that contains it

@@ -188,6 +188,8 @@ def test_a_run_configuration_beside_golden_values_checks_what_it_sets(
     change = dict(GOLDEN_CHANGE)
     if not goldens:
         del change["tests/functional/case_a/golden_values.json"]
+        # a test module named for goldens is no recorded output
+        change["tests/functional/case_a/test_golden_helpers.py"] = "def helper():\n    pass\n"
     pr = make_pr(tmp_path, GOLDEN_BASE, change)
     code = pr.code_under_test()
     assert {s.path.split("/")[2] for s in code.scripts if s.goldens} == goldens
