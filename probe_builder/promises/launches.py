@@ -23,6 +23,11 @@ _MODULE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 MAX_IMPORTED_FILES = 2000  # a closure this large has reached everything worth reaching
 
 
+def folder_of(path: str) -> str:
+    """The folder a repository path lies in ("" at the root)."""
+    return path.rpartition("/")[0]
+
+
 def launched(script: str) -> list[tuple[str, str]]:
     """The programs a shell script starts, in order: ``("module", "pkg.main")`` for
     ``-m pkg.main``, ``("file", "train.py")`` for a file (a test file is left out). A
@@ -78,7 +83,7 @@ def _imported(tree: ast.AST, path: str) -> Iterable[str]:
     """Every module an import of the file names, at any depth, with its parent packages
     (importing ``a.b.c`` runs ``a`` and ``a.b`` first); ``from a import b`` names ``a.b``
     too, ``b`` may be a module."""
-    package = path.rpartition("/")[0].replace("/", ".")
+    package = folder_of(path).replace("/", ".")
     for node in ast.walk(tree):
         modules: list[str] = []
         if isinstance(node, ast.Import):
@@ -132,7 +137,7 @@ class ProgramReader:
         """The repository files the programs of ``script`` run: each program's file (a
         module by its dotted name, a file from the repository root or the script's folder)
         and what it imports."""
-        folder = script_path.rpartition("/")[0]
+        folder = folder_of(script_path)
         runs: set[str] = set()
         for kind, target in launched(script):
             if kind == "module":
@@ -146,8 +151,3 @@ class ProgramReader:
                 self.closures[found] = _closure(found, self.head, self.resolver)
             runs |= self.closures[found]
         return frozenset(runs)
-
-
-def files_run(script_path: str, script: str, head: TreeReader) -> frozenset[str]:
-    """:meth:`ProgramReader.files_run` for one script."""
-    return ProgramReader(head).files_run(script_path, script)

@@ -40,7 +40,7 @@ from probe_builder.promises.assertions import (
     mentioned_names,
     profile_test_patch,
 )
-from probe_builder.promises.launches import ProgramReader
+from probe_builder.promises.launches import ProgramReader, folder_of
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 _CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
@@ -228,13 +228,9 @@ def _is_script(file: FileDiff) -> bool:
     )
 
 
-def _folder(path: str) -> str:
-    return path.rpartition("/")[0]
-
-
 def _scripts(test_files: Sequence[FileDiff], head: TreeReader) -> tuple[TestScript, ...]:
     golden_folders = {
-        _folder(f.path) for f in test_files if not f.is_deleted and GOLDEN_FILE.search(f.path)
+        folder_of(f.path) for f in test_files if not f.is_deleted and GOLDEN_FILE.search(f.path)
     }
     programs = ProgramReader(head)
     scripts = []
@@ -249,7 +245,7 @@ def _scripts(test_files: Sequence[FileDiff], head: TreeReader) -> tuple[TestScri
         tokens |= {f.replace("-", "_") for f in _DASHED_FLAG.findall(added)}
         text = head.read(file.path) if file.path.endswith(SCRIPT_SUFFIXES) else None
         runs = programs.files_run(file.path, text) if text else frozenset()
-        goldens = _folder(file.path) in golden_folders
+        goldens = folder_of(file.path) in golden_folders
         scripts.append(TestScript(file.path, tokens, runs, goldens))
     return tuple(scripts)
 

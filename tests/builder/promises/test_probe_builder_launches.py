@@ -9,7 +9,7 @@ import pytest
 from probe_builder.gitio import MemoryTree
 from probe_builder.promises.assertions import profile_source
 from probe_builder.promises.extract import ExtractedPromise
-from probe_builder.promises.launches import ProgramReader, files_run, launched
+from probe_builder.promises.launches import ProgramReader, launched
 from probe_builder.promises.linking import CodeUnderTest, TestScript, changed_symbol
 from probe_builder.promises.verdicts import judge_promises
 from task_registry.types import PromiseCategory, PromiseVerdict
@@ -84,7 +84,7 @@ def _tree() -> CountingTree:
 
 def test_a_script_runs_what_its_program_imports_at_any_depth():
     tree = _tree()
-    runs = files_run("tests/e2e/run.sh", "python3 -m pkg.main x=1\n", tree)
+    runs = ProgramReader(tree).files_run("tests/e2e/run.sh", "python3 -m pkg.main x=1\n")
     assert runs == {
         "pkg/__init__.py",
         "pkg/main.py",
@@ -100,11 +100,13 @@ def test_a_script_runs_what_its_program_imports_at_any_depth():
 
 def test_a_script_whose_program_is_not_in_the_repository_runs_nothing():
     tree = _tree()
-    assert files_run("tests/e2e/run.sh", "python3 -m other.main\n", tree) == frozenset()
-    assert files_run("tests/e2e/run.sh", "pytest tests/\n", tree) == frozenset()
+    assert (
+        ProgramReader(tree).files_run("tests/e2e/run.sh", "python3 -m other.main\n") == frozenset()
+    )
+    assert ProgramReader(tree).files_run("tests/e2e/run.sh", "pytest tests/\n") == frozenset()
     # a file is found from the repository root or beside the script
     beside = CountingTree({"tests/e2e/drive.py": "import pkg.config\n", **_tree().files})
-    assert files_run("tests/e2e/run.sh", "python drive.py\n", beside) == {
+    assert ProgramReader(beside).files_run("tests/e2e/run.sh", "python drive.py\n") == {
         "tests/e2e/drive.py",
         "pkg/__init__.py",
         "pkg/config.py",
@@ -126,7 +128,7 @@ def _verdict(quote: str, code: CodeUnderTest) -> PromiseVerdict:
     ],
 )
 def test_a_promise_a_launched_program_loads_is_exercised(quote, verdict):
-    runs = files_run("tests/e2e/run.sh", "python3 -m pkg.main\n", _tree())
+    runs = ProgramReader(_tree()).files_run("tests/e2e/run.sh", "python3 -m pkg.main\n")
     script = TestScript("tests/e2e/run.sh", frozenset({"python3", "main"}), runs)
     symbols = (
         changed_symbol("fused", "The fused kernel of the worker.", "pkg/kernels.py"),
