@@ -30,11 +30,14 @@ zero), functional promises a value or call assertion (or, when the promise
 is that the code raises or reports an error, an assertion that expects it; when
 it is about sizes, padding, chunks or limits, also a length or a shape); a
 numeric or functional promise about a precision or a number format is checked
-by a dtype as well.
-``exercised``: the tests (or a launch script of the test patch) run the code,
-or the changed code right behind it (a helper it calls, the function that reads
-its flag), but do not assert that; ``unchecked``: no added test reaches it. The
-rules are a table.
+by a dtype as well. With no such assertion, a run configuration of the test
+patch that sets a linked flag, beside golden values the patch holds, checks a
+functional, numeric, state or mode promise: its run is compared with recorded
+outputs.
+``exercised``: the tests (or a launch script of the test patch, by naming the
+code or by starting a program that imports it) run the code, or the changed code
+right behind it (a helper it calls, the function that reads its flag), but do
+not assert that; ``unchecked``: no added test reaches it. The rules are a table.
 """
 
 from __future__ import annotations
