@@ -32,16 +32,38 @@ class TreeReader(Protocol):
 
 @dataclass
 class GitTree:
-    """The tree of ``commit`` in ``repo``, read lazily and cached."""
+    """The tree of ``commit`` in ``repo``, read lazily and cached.
+
+    The tree's file names are listed once, at the first read: a path that is not there
+    (most of what resolving an import tries) is answered without starting git.
+    """
 
     repo: Path
     commit: str
     _cache: dict[str, str | None] = field(default_factory=dict, repr=False)
+    _paths: frozenset[str] | None = field(default=None, repr=False)
+    _listed: bool = field(default=False, repr=False)
 
     def read(self, path: str) -> str | None:
         if path not in self._cache:
-            self._cache[path] = self._load(path)
+            paths = self._listing()
+            present = paths is None or path in paths
+            self._cache[path] = self._load(path) if present else None
         return self._cache[path]
+
+    def _listing(self) -> frozenset[str] | None:
+        """Every file name of the tree; None when git cannot list it (each read then asks)."""
+        if not self._listed:
+            self._listed = True
+            proc = subprocess.run(
+                ["git", "-C", str(self.repo), "ls-tree", "-r", "-z", "--name-only", self.commit],
+                capture_output=True,
+                check=False,
+            )
+            if proc.returncode == 0:
+                names = proc.stdout.decode("utf-8", ENCODING_ERRORS).split("\0")
+                self._paths = frozenset(n for n in names if n)
+        return self._paths
 
     def _load(self, path: str) -> str | None:
         proc = subprocess.run(
