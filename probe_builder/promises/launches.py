@@ -133,20 +133,26 @@ class ProgramReader:
         self.resolver = _Resolver(head)
         self.closures: dict[str, frozenset[str]] = {}
 
-    def files_run(self, script_path: str, script: str) -> frozenset[str]:
-        """The repository files the programs of ``script`` run: each program's file (a
-        module by its dotted name, a file from the repository root or the script's folder)
-        and what it imports."""
+    def programs(self, script_path: str, script: str) -> list[str]:
+        """The repository files ``script`` starts, in order: a module by its dotted name, a
+        file from the repository root or from the script's folder."""
         folder = folder_of(script_path)
-        runs: set[str] = set()
+        found: list[str] = []
         for kind, target in launched(script):
             if kind == "module":
-                found = self.resolver.path(target)
+                path = self.resolver.path(target)
             else:
                 candidates = (target, f"{folder}/{target}" if folder else target)
-                found = next((c for c in candidates if self.head.read(c) is not None), None)
-            if found is None:
-                continue
+                path = next((c for c in candidates if self.head.read(c) is not None), None)
+            if path is not None and path not in found:
+                found.append(path)
+        return found
+
+    def files_run(self, script_path: str, script: str) -> frozenset[str]:
+        """The repository files the programs of ``script`` run: each program's file and
+        what it imports."""
+        runs: set[str] = set()
+        for found in self.programs(script_path, script):
             if found not in self.closures:
                 self.closures[found] = _closure(found, self.head, self.resolver)
             runs |= self.closures[found]

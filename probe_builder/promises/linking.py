@@ -35,9 +35,11 @@ from probe_builder.material.diffs import FileDiff
 from probe_builder.material.pysource import Source, UnparsableSource, iter_definitions
 from probe_builder.material.split import PatchSplit
 from probe_builder.promises.assertions import (
+    AssertionKind,
     AssertionProfile,
     TestTraits,
     mentioned_names,
+    profile_source,
     profile_test_patch,
 )
 from probe_builder.promises.launches import ProgramReader, folder_of
@@ -61,6 +63,8 @@ _DASHED_FLAG = re.compile(r"--([A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)+)")
 # Recorded outputs a harness compares a run with (golden_values_dev.json, tokens_golden.txt);
 # not a test module that happens to be named for them.
 GOLDEN_FILE = re.compile(r"golden[^/]*\.(json|jsonl|ya?ml|txt|csv|npy|npz|pt|pkl)$", re.I)
+# Where a program a launch script starts is one of the tests' own (a checker of the run).
+_TEST_FOLDER = re.compile(r"(^|/)tests?/")
 # Method names every class has: a test that calls one reaches nothing in particular.
 GENERIC_NAMES = frozenset({"__init__", "forward", "backward", "__call__", "setUp", "main"})
 MIN_IDENTIFIER = 6  # an identifier this long names a symbol that contains it
@@ -117,8 +121,10 @@ class TestScript:
     tokens: frozenset[str]
     runs: frozenset[str] = frozenset()
     # The test patch holds golden values beside it (a recorded run's outputs, which the
-    # harness compares the new run's with).
+    # harness compares the new run's with), or a script of its folder starts a program that
+    # asserts the runs' outputs close to each other's (``compared_by``, that program's path).
     goldens: bool = False
+    compared_by: str = ""
 
 
 @dataclass(frozen=True)
@@ -233,6 +239,7 @@ def _scripts(test_files: Sequence[FileDiff], head: TreeReader) -> tuple[TestScri
         folder_of(f.path) for f in test_files if not f.is_deleted and GOLDEN_FILE.search(f.path)
     }
     programs = ProgramReader(head)
+    comparing = _comparing_programs(test_files, head, programs)
     scripts = []
     for file in test_files:
         if not _is_script(file):
@@ -245,9 +252,38 @@ def _scripts(test_files: Sequence[FileDiff], head: TreeReader) -> tuple[TestScri
         tokens |= {f.replace("-", "_") for f in _DASHED_FLAG.findall(added)}
         text = head.read(file.path) if file.path.endswith(SCRIPT_SUFFIXES) else None
         runs = programs.files_run(file.path, text) if text else frozenset()
-        goldens = folder_of(file.path) in golden_folders
-        scripts.append(TestScript(file.path, tokens, runs, goldens))
+        folder = folder_of(file.path)
+        goldens = folder in golden_folders
+        scripts.append(TestScript(file.path, tokens, runs, goldens, comparing.get(folder, "")))
     return tuple(scripts)
+
+
+def _comparing_programs(
+    test_files: Sequence[FileDiff], head: TreeReader, programs: ProgramReader
+) -> dict[str, str]:
+    """For each folder of the test patch's launch scripts, a program one of them starts
+    that lies among the tests and asserts a tolerance between results (the losses of two
+    engines' runs, say): the runs the folder's scripts start are compared by it."""
+    found: dict[str, str] = {}
+    for file in test_files:
+        if file.is_deleted or not file.path.endswith(SCRIPT_SUFFIXES):
+            continue
+        text = head.read(file.path)
+        for program in programs.programs(file.path, text) if text else ():
+            if _TEST_FOLDER.search(program) and _asserts_closeness(program, head):
+                found.setdefault(folder_of(file.path), program)
+    return found
+
+
+def _asserts_closeness(path: str, head: TreeReader) -> bool:
+    text = head.read(path)
+    if text is None:
+        return False
+    try:
+        profile = profile_source(path, text)
+    except UnparsableSource:
+        return False
+    return any(site.kind is AssertionKind.numeric for site in profile.assertions)
 
 
 def code_under_test(split: PatchSplit, *, head: TreeReader, contract: Contract) -> CodeUnderTest:

@@ -33,7 +33,9 @@ numeric or functional promise about a precision or a number format is checked
 by a dtype as well. With no such assertion, a run configuration of the test
 patch that sets a linked flag, beside golden values the patch holds, checks a
 functional, numeric, state or mode promise: its run is compared with recorded
-outputs.
+outputs; so does one beside a script that starts a checker of the tests' own
+asserting the runs' results close to one another's (a loss within a tolerance of a
+reference engine's; a score above a bar compares nothing).
 ``exercised``: the tests (or a launch script of the test patch, by naming the
 code or by starting a program that imports it) run the code, or the changed code
 right behind it (a helper it calls, the function that reads its flag), but do
@@ -92,7 +94,8 @@ class PromiseCheck:
 # promise, a test of the change for the title's own promise.
 VIA_LINKED, VIA_BEHIND, VIA_BESIDE = "linked", "behind", "beside"
 VIA_NAMED, VIA_TITLE = "named for", "title"
-# ... and, with no test's assertion, a run configuration compared with golden values.
+# ... and, with no test's assertion, a run configuration compared with golden values (or
+# with another run, by a checker a script of its folder starts).
 VIA_GOLDEN = "golden values"
 CHECKED_VIA = (VIA_LINKED, VIA_BEHIND, VIA_BESIDE, VIA_NAMED, VIA_TITLE, VIA_GOLDEN)
 # What a run compared with recorded outputs (tokens, log-probs, losses) checks: the result
@@ -547,7 +550,7 @@ def _golden_run(
     if not linked.strong or promise.category not in GOLDEN_CATEGORIES:
         return None
     scripts = reaching_scripts(linked, code) + reaching_scripts(reached.behind, code)
-    return next((s for s in scripts if s.goldens), None)
+    return next((s for s in scripts if s.goldens or s.compared_by), None)
 
 
 def _name(found: TestTraits | TestScript) -> str:
@@ -571,7 +574,8 @@ def judge_promise(promise: ExtractedPromise, code: CodeUnderTest) -> PromiseChec
         return PromiseCheck(promise, PromiseVerdict.checked, evidence, concerns, via)
     golden = _golden_run(promise, linked, reached, code)
     if golden is not None:
-        evidence = f"{golden.path} sets it; the run's outputs are compared with golden values"
+        reference = "golden values" if golden.goldens else f"another run's by {golden.compared_by}"
+        evidence = f"{golden.path} sets it; the run's outputs are compared with {reference}"
         return PromiseCheck(promise, PromiseVerdict.checked, evidence, concerns, VIA_GOLDEN)
     reason = _exercised_by(reached.behind, code, reached.behind_tests)
     if reason is not None:

@@ -202,6 +202,63 @@ def test_a_run_configuration_beside_golden_values_checks_what_it_sets(
         assert check.evidence.startswith("tests/functional/case_a/model_config.yaml sets it")
 
 
+COMPARE_BASE = {
+    "pkg/__init__.py": "",
+    "pkg/train.py": "def train(engine):\n    return engine\n",
+    "pkg/main.py": "from pkg.train import train\n\ntrain('a')\n",
+    "tests/e2e/run_engine.sh": "python3 -m pkg.main engine=$ENGINE\n",
+}
+COMPARED = """\
+import json
+import torch
+
+
+def compare(golden, other):
+    torch.testing.assert_close(other["loss"], golden["loss"], atol=1e-2, rtol=1e-2)
+"""
+THRESHOLD = """\
+import json
+
+
+def check(result):
+    assert result["reward"] > 0.5
+"""
+
+
+@pytest.mark.parametrize(
+    ("checker", "verdict"),
+    [
+        # the new engine's run is asserted close to the reference engine's
+        (COMPARED, PromiseVerdict.checked),
+        # a score above a bar says the run went somewhere, not that it matches
+        (THRESHOLD, PromiseVerdict.exercised),
+        (None, PromiseVerdict.exercised),
+    ],
+)
+def test_a_run_a_checker_compares_with_another_run_checks_what_it_sets(tmp_path, checker, verdict):
+    all_runs = (
+        "ENGINE=ref bash tests/e2e/run_engine.sh\nENGINE=fused bash tests/e2e/run_engine.sh\n"
+    )
+    change = {
+        "pkg/train.py": COMPARE_BASE["pkg/train.py"]
+        + "\n\ndef fused_engine_step(x):\n    return x\n",
+        "tests/e2e/run_all.sh": all_runs + ("python3 tests/e2e/compare.py\n" if checker else ""),
+        "tests/e2e/run_engine.sh": "python3 -m pkg.main engine=$ENGINE fused_engine_step=1\n",
+    }
+    if checker:
+        change["tests/e2e/compare.py"] = checker
+    pr = make_pr(tmp_path, COMPARE_BASE, change)
+    code = pr.code_under_test()
+    promise = ExtractedPromise(category=PromiseCategory.functional, quote="add fused_engine_step")
+    check = judge_promises([promise], code)[0]
+    assert check.verdict is verdict, check.evidence
+    if verdict is PromiseVerdict.checked:
+        assert check.evidence == (
+            "tests/e2e/run_engine.sh sets it; the run's outputs are compared with another"
+            " run's by tests/e2e/compare.py"
+        )
+
+
 def test_a_program_many_scripts_start_is_read_once():
     tree = _tree()
     programs = ProgramReader(tree)
