@@ -28,6 +28,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 from probe_builder.gitio import TreeReader
 from probe_builder.material.contract import Contract
@@ -80,10 +81,15 @@ FLAG_DECLARATIONS = re.compile(
 
 
 def words_of(text: str) -> frozenset[str]:
-    """Lower-case word parts of prose or identifiers (snake_case and CamelCase split)."""
+    """Lower-case word parts of prose or identifiers (snake_case and CamelCase split); a
+    name with its number (``fp32``, ``bf16``, ``mxfp8``, ``Float16``) is a word too, as
+    well as its parts: split, "fp32" would say nothing."""
     parts: set[str] = set()
     for token in re.findall(r"[A-Za-z0-9]+", text):
-        for piece in _CAMEL.findall(token) or [token]:
+        pieces = _CAMEL.findall(token) or [token]
+        # letters with the number that completes them: a format or a version (fp8, sm90)
+        pieces += [a + b for a, b in pairwise(pieces) if a.isalpha() and b.isdigit()]
+        for piece in pieces:
             word = _PLURAL.sub("", piece.lower())
             if len(word) >= MIN_WORD and not {word, piece.lower()} & GENERIC_WORDS:
                 parts.add(word)

@@ -1685,6 +1685,20 @@ def test_a_plural_of_a_generic_word_is_generic_too():
     assert words_of("bucketed all-gathers") == {"bucketed", "gather"}
 
 
+def test_a_name_with_its_number_is_a_word():
+    from probe_builder.promises.linking import words_of
+
+    assert words_of("FP8 params in bf16") == {"fp8", "param", "bf16"}
+    assert words_of("Float16Module mxfp8_refit") == {
+        "float",
+        "float16",
+        "module",
+        "mxfp",
+        "mxfp8",
+        "refit",
+    }
+
+
 NAMED_FOR_TEST = """
 from pkg import Shard
 
@@ -1723,6 +1737,9 @@ def test_a_test_named_for_the_promise_checks_it_without_a_link(name, value, verd
         ("sharding_is_batch_invariant", "Batch sizes of the padded forward", "exercised"),
         # a doubled consonant before the ending: "deferred" and "defers"
         ("shard_defers_outer_reduce", "Deferred outer gradient reduction", "checked"),
+        # a number format is a word with its number: "fp32" in both, not "fp" and "32"
+        ("sharded_fp32_residual_matches", "Fixed fp32 residuals", "checked"),
+        ("sharded_bf16_residual_matches", "Fixed fp32 residuals", "exercised"),
     ],
 )
 def test_a_test_name_that_inflects_the_quotes_words_is_named_for_it(name, quote, verdict):
