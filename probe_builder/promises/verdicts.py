@@ -365,10 +365,14 @@ def _bears_on(site: AssertionSite, aspect: frozenset[str]) -> bool:
 
 
 def _named_for(quote_words: frozenset[str], test: TestTraits) -> bool:
-    """The test's own name uses several words of the quote (``test_tied_parameters_share_one
-    _weight`` for "Fix tied parameters"): it was written for this promise."""
-    own = _stems(words_of(test.name.rsplit(".", 1)[-1]))
-    return len(own & _stems(quote_words)) >= NAMED_FOR_WORDS
+    """The test's own name, with its class's, uses several words of the quote
+    (``test_tied_parameters_share_one_weight`` for "Fix tied parameters",
+    ``TestInferenceWandbLogging.test_stats`` for "wandb Inference stats logging"): it was
+    written for this promise. A word and the same word with its number ("mxfp",
+    "mxfp8") are one."""
+    shared = _stems(words_of(test.name)) & _stems(quote_words)
+    distinct = {w for w in shared if not any(o != w and o.startswith(w) for o in shared)}
+    return len(distinct) >= NAMED_FOR_WORDS
 
 
 # A word's ending that names and prose inflect apart ("invariance" in a title, "invariant"

@@ -1749,6 +1749,34 @@ def test_a_test_name_that_inflects_the_quotes_words_is_named_for_it(name, quote,
     assert said is PromiseVerdict(verdict)
 
 
+NAMED_CLASS_TEST = """
+from pkg import Shard
+
+
+class Test{cls}:
+    def test_counts(self, model):
+        shard = Shard(model)
+        assert shard.weight_count == 1
+"""
+
+
+@pytest.mark.parametrize(
+    ("cls", "quote", "verdict"),
+    [
+        # the class the test lies in is named for the promise
+        ("TiedParameters", "Fix tied parameters", "checked"),
+        ("Parameters", "Fix tied parameters", "exercised"),
+        # "mxfp" and "mxfp8" are one word of the quote, not two
+        ("QuantizeToMXFP8", "MXFP8 refit", "exercised"),
+        ("MXFP8Refit", "MXFP8 refit", "checked"),
+    ],
+)
+def test_a_test_class_named_for_the_promise_checks_it(cls, quote, verdict):
+    code = _code(NAMED_CLASS_TEST.format(cls=cls), "Shard", "other.Unused")
+    said = _verdict(PromiseCategory.functional, quote, code, position=1)
+    assert said is PromiseVerdict(verdict)
+
+
 SHARD_ROUND_TRIP_TEST = """
 from pkg import Shard, save, load
 
