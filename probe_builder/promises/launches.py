@@ -57,12 +57,21 @@ def _programs(arguments: list[str]) -> list[tuple[str, str]]:
 
 class _Resolver:
     """Dotted modules to the repository's files, remembering the top-level names that are
-    not the repository's (``torch``, ``os``): nothing under them is read."""
+    not the repository's (``torch``, ``os``): nothing under them is read. A top-level folder
+    that holds a file the resolver has found or been told of is the repository's, though no
+    ``__init__.py`` makes it a module (a namespace package such as ``recipe/``)."""
 
     def __init__(self, head: TreeReader) -> None:
         self.head = head
         self.foreign: set[str] = set()
+        self.own: set[str] = set()
         self.found: dict[str, str | None] = {}
+
+    def known(self, path: str) -> None:
+        """``path`` is a file of the repository: its top-level name is not foreign."""
+        top = path.split("/")[0].removesuffix(".py")
+        self.own.add(top)
+        self.foreign.discard(top)
 
     def path(self, module: str) -> str | None:
         if not module or module.split(".")[0] in self.foreign:
@@ -73,7 +82,9 @@ class _Resolver:
                 (p for p in (f"{base}.py", f"{base}/__init__.py") if self.head.read(p) is not None),
                 None,
             )
-            if hit is None and "." not in module:
+            if hit is not None:
+                self.known(hit)
+            elif "." not in module and module not in self.own:
                 self.foreign.add(module)
             self.found[module] = hit
         return self.found[module]
@@ -102,6 +113,7 @@ def _imported(tree: ast.AST, path: str) -> Iterable[str]:
 
 def _closure(start: str, head: TreeReader, resolver: _Resolver) -> frozenset[str]:
     """The repository files ``start`` imports at any depth, itself included."""
+    resolver.known(start)
     seen: set[str] = set()
     pending = [start]
     while pending and len(seen) < MAX_IMPORTED_FILES:

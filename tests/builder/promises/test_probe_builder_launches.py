@@ -267,3 +267,22 @@ def test_a_program_many_scripts_start_is_read_once():
     second = programs.files_run("tests/e2e/b.sh", "python3 -m pkg.main x=2\n")
     assert first == second
     assert tree.reads == reads  # the closure was not read again
+
+
+def test_programs_under_a_folder_without_init_are_followed_whichever_script_comes_first():
+    """``recipe/`` has no ``__init__.py``: the first program's imports name ``recipe`` itself,
+    which is no module, yet the folder is the repository's, and the second script's
+    program under it is still found."""
+    tree = CountingTree(
+        {
+            "recipe/a/main.py": "import recipe.a.util\nimport torch\n",
+            "recipe/a/util.py": "x = 1\n",
+            "recipe/b/main.py": "y = 2\n",
+        }
+    )
+    programs = ProgramReader(tree)
+    first = programs.files_run("tests/e2e/a.sh", "python3 -m recipe.a.main\n")
+    second = programs.files_run("tests/e2e/b.sh", "python3 -m recipe.b.main\n")
+    assert first == {"recipe/a/main.py", "recipe/a/util.py"}
+    assert second == {"recipe/b/main.py"}
+    assert not any(p.startswith("torch/") and p != "torch/__init__.py" for p in tree.reads)
