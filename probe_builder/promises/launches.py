@@ -160,11 +160,11 @@ class ProgramReader:
                 found.append(path)
         return found
 
-    def files_run(self, script_path: str, script: str) -> frozenset[str]:
-        """The repository files the programs of ``script`` run: each program's file and
-        what it imports."""
+    def files_run(self, programs: Iterable[str]) -> frozenset[str]:
+        """The repository files ``programs`` (what :meth:`programs` found a script starts)
+        run: each program's file and what it imports."""
         runs: set[str] = set()
-        for found in self.programs(script_path, script):
+        for found in programs:
             if found not in self.closures:
                 self.closures[found] = _closure(found, self.head, self.resolver)
             runs |= self.closures[found]

@@ -26,7 +26,7 @@ from __future__ import annotations
 import ast
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
@@ -245,39 +245,40 @@ def _scripts(test_files: Sequence[FileDiff], head: TreeReader) -> tuple[TestScri
         folder_of(f.path) for f in test_files if not f.is_deleted and GOLDEN_FILE.search(f.path)
     }
     programs = ProgramReader(head)
-    comparing = _comparing_programs(test_files, head, programs)
+    files = [f for f in test_files if _is_script(f)]
+    started = {f.path: _started(f, head, programs) for f in files}
+    comparing = _comparing_programs(started, head)
     scripts = []
-    for file in test_files:
-        if not _is_script(file):
-            continue
+    for file in files:
         added = "\n".join(
             raw[1:] for hunk in file.hunks for raw in hunk.lines if raw.startswith("+")
         )
         tokens = frozenset(t.rsplit(".", 1)[-1] for t in _IDENTIFIER.findall(added))
         # a command-line flag, as the code that reads it names it (--fused-sampling)
         tokens |= {f.replace("-", "_") for f in _DASHED_FLAG.findall(added)}
-        text = head.read(file.path) if file.path.endswith(SCRIPT_SUFFIXES) else None
-        runs = programs.files_run(file.path, text) if text else frozenset()
+        runs = programs.files_run(started[file.path])
         folder = folder_of(file.path)
         goldens = folder in golden_folders
         scripts.append(TestScript(file.path, tokens, runs, goldens, comparing.get(folder, "")))
     return tuple(scripts)
 
 
-def _comparing_programs(
-    test_files: Sequence[FileDiff], head: TreeReader, programs: ProgramReader
-) -> dict[str, str]:
-    """For each folder of the test patch's launch scripts, a program one of them starts
-    that lies among the tests and asserts a tolerance between results (the losses of two
-    engines' runs, say): the runs the folder's scripts start are compared by it."""
+def _started(file: FileDiff, head: TreeReader, programs: ProgramReader) -> list[str]:
+    """The repository files a launch script starts (none for a run configuration)."""
+    text = head.read(file.path) if file.path.endswith(SCRIPT_SUFFIXES) else None
+    return programs.programs(file.path, text) if text else []
+
+
+def _comparing_programs(started: Mapping[str, list[str]], head: TreeReader) -> dict[str, str]:
+    """For each folder of the test patch's launch scripts (``started``: what each starts), a
+    program one of them starts that lies among the tests and asserts a tolerance between
+    results (the losses of two engines' runs, say): the runs the folder's scripts start are
+    compared by it."""
     found: dict[str, str] = {}
-    for file in test_files:
-        if file.is_deleted or not file.path.endswith(SCRIPT_SUFFIXES):
-            continue
-        text = head.read(file.path)
-        for program in programs.programs(file.path, text) if text else ():
+    for path, programs in started.items():
+        for program in programs:
             if _TEST_FOLDER.search(program) and _asserts_closeness(program, head):
-                found.setdefault(folder_of(file.path), program)
+                found.setdefault(folder_of(path), program)
     return found
 
 

@@ -15,6 +15,11 @@ from probe_builder.promises.verdicts import judge_promises
 from task_registry.types import PromiseCategory, PromiseVerdict
 from tests.probe_builder_support import make_pr
 
+
+def _files_run(reader: ProgramReader, script_path: str, script: str) -> frozenset[str]:
+    return reader.files_run(reader.programs(script_path, script))
+
+
 SCRIPT = """\
 #!/usr/bin/env bash
 set -xeuo pipefail
@@ -84,7 +89,7 @@ def _tree() -> CountingTree:
 
 def test_a_script_runs_what_its_program_imports_at_any_depth():
     tree = _tree()
-    runs = ProgramReader(tree).files_run("tests/e2e/run.sh", "python3 -m pkg.main x=1\n")
+    runs = _files_run(ProgramReader(tree), "tests/e2e/run.sh", "python3 -m pkg.main x=1\n")
     assert runs == {
         "pkg/__init__.py",
         "pkg/main.py",
@@ -101,12 +106,13 @@ def test_a_script_runs_what_its_program_imports_at_any_depth():
 def test_a_script_whose_program_is_not_in_the_repository_runs_nothing():
     tree = _tree()
     assert (
-        ProgramReader(tree).files_run("tests/e2e/run.sh", "python3 -m other.main\n") == frozenset()
+        _files_run(ProgramReader(tree), "tests/e2e/run.sh", "python3 -m other.main\n")
+        == frozenset()
     )
-    assert ProgramReader(tree).files_run("tests/e2e/run.sh", "pytest tests/\n") == frozenset()
+    assert _files_run(ProgramReader(tree), "tests/e2e/run.sh", "pytest tests/\n") == frozenset()
     # a file is found from the repository root or beside the script
     beside = CountingTree({"tests/e2e/drive.py": "import pkg.config\n", **_tree().files})
-    assert ProgramReader(beside).files_run("tests/e2e/run.sh", "python drive.py\n") == {
+    assert _files_run(ProgramReader(beside), "tests/e2e/run.sh", "python drive.py\n") == {
         "tests/e2e/drive.py",
         "pkg/__init__.py",
         "pkg/config.py",
@@ -128,7 +134,7 @@ def _verdict(quote: str, code: CodeUnderTest) -> PromiseVerdict:
     ],
 )
 def test_a_promise_a_launched_program_loads_is_exercised(quote, verdict):
-    runs = ProgramReader(_tree()).files_run("tests/e2e/run.sh", "python3 -m pkg.main\n")
+    runs = _files_run(ProgramReader(_tree()), "tests/e2e/run.sh", "python3 -m pkg.main\n")
     script = TestScript("tests/e2e/run.sh", frozenset({"python3", "main"}), runs)
     symbols = (
         changed_symbol("fused", "The fused kernel of the worker.", "pkg/kernels.py"),
@@ -262,9 +268,9 @@ def test_a_run_a_checker_compares_with_another_run_checks_what_it_sets(tmp_path,
 def test_a_program_many_scripts_start_is_read_once():
     tree = _tree()
     programs = ProgramReader(tree)
-    first = programs.files_run("tests/e2e/a.sh", "python3 -m pkg.main\n")
+    first = _files_run(programs, "tests/e2e/a.sh", "python3 -m pkg.main\n")
     reads = dict(tree.reads)
-    second = programs.files_run("tests/e2e/b.sh", "python3 -m pkg.main x=2\n")
+    second = _files_run(programs, "tests/e2e/b.sh", "python3 -m pkg.main x=2\n")
     assert first == second
     assert tree.reads == reads  # the closure was not read again
 
@@ -281,8 +287,8 @@ def test_programs_under_a_folder_without_init_are_followed_whichever_script_come
         }
     )
     programs = ProgramReader(tree)
-    first = programs.files_run("tests/e2e/a.sh", "python3 -m recipe.a.main\n")
-    second = programs.files_run("tests/e2e/b.sh", "python3 -m recipe.b.main\n")
+    first = _files_run(programs, "tests/e2e/a.sh", "python3 -m recipe.a.main\n")
+    second = _files_run(programs, "tests/e2e/b.sh", "python3 -m recipe.b.main\n")
     assert first == {"recipe/a/main.py", "recipe/a/util.py"}
     assert second == {"recipe/b/main.py"}
     assert not any(p.startswith("torch/") and p != "torch/__init__.py" for p in tree.reads)
