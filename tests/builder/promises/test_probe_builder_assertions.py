@@ -1729,26 +1729,6 @@ def test_a_test_named_for_the_promise_checks_it_without_a_link(name, value, verd
     assert _verdict(PromiseCategory.functional, quote, code, position=1) is verdict
 
 
-@pytest.mark.parametrize(
-    ("name", "quote", "verdict"),
-    [
-        # the name says "invariant" and "sharding" where the quote says "invariance", "sharded"
-        ("sharding_is_batch_invariant", "Batch invariance of the sharded forward", "checked"),
-        ("sharding_is_batch_invariant", "Batch sizes of the padded forward", "exercised"),
-        # a doubled consonant before the ending: "deferred" and "defers"
-        ("shard_defers_outer_reduce", "Deferred outer gradient reduction", "checked"),
-        # a number format is a word with its number: "fp32" in both, not "fp" and "32"
-        ("sharded_fp32_residual_matches", "Fixed fp32 residuals", "checked"),
-        ("sharded_bf16_residual_matches", "Fixed fp32 residuals", "exercised"),
-    ],
-)
-def test_a_test_name_that_inflects_the_quotes_words_is_named_for_it(name, quote, verdict):
-    source = NAMED_FOR_TEST.replace("test_{name}", f"test_{name}")
-    code = _code(source.format(value="shard.weight_count"), "Shard", "other.Unused")
-    said = _verdict(PromiseCategory.functional, quote, code, position=1)  # a body sentence
-    assert said is PromiseVerdict(verdict)
-
-
 NAMED_CLASS_TEST = """
 from pkg import Shard
 
@@ -1760,20 +1740,40 @@ class Test{cls}:
 """
 
 
+def _named(name: str) -> str:
+    return NAMED_FOR_TEST.format(name=name, value="shard.weight_count")
+
+
+def _in_class(cls: str) -> str:
+    return NAMED_CLASS_TEST.format(cls=cls)
+
+
 @pytest.mark.parametrize(
-    ("cls", "quote", "verdict"),
+    ("source", "quote", "verdict"),
     [
+        # the name says "invariant" and "sharding" where the quote says "invariance", "sharded"
+        (
+            _named("sharding_is_batch_invariant"),
+            "Batch invariance of the sharded forward",
+            "checked",
+        ),
+        (_named("sharding_is_batch_invariant"), "Batch sizes of the padded forward", "exercised"),
+        # a doubled consonant before the ending: "deferred" and "defers"
+        (_named("shard_defers_outer_reduce"), "Deferred outer gradient reduction", "checked"),
+        # a number format is a word with its number: "fp32" in both, not "fp" and "32"
+        (_named("sharded_fp32_residual_matches"), "Fixed fp32 residuals", "checked"),
+        (_named("sharded_bf16_residual_matches"), "Fixed fp32 residuals", "exercised"),
         # the class the test lies in is named for the promise
-        ("TiedParameters", "Fix tied parameters", "checked"),
-        ("Parameters", "Fix tied parameters", "exercised"),
+        (_in_class("TiedParameters"), "Fix tied parameters", "checked"),
+        (_in_class("Parameters"), "Fix tied parameters", "exercised"),
         # "mxfp" and "mxfp8" are one word of the quote, not two
-        ("QuantizeToMXFP8", "MXFP8 refit", "exercised"),
-        ("MXFP8Refit", "MXFP8 refit", "checked"),
+        (_in_class("QuantizeToMXFP8"), "MXFP8 refit", "exercised"),
+        (_in_class("MXFP8Refit"), "MXFP8 refit", "checked"),
     ],
 )
-def test_a_test_class_named_for_the_promise_checks_it(cls, quote, verdict):
-    code = _code(NAMED_CLASS_TEST.format(cls=cls), "Shard", "other.Unused")
-    said = _verdict(PromiseCategory.functional, quote, code, position=1)
+def test_a_test_whose_name_or_class_uses_the_quotes_words_is_named_for_it(source, quote, verdict):
+    code = _code(source, "Shard", "other.Unused")
+    said = _verdict(PromiseCategory.functional, quote, code, position=1)  # a body sentence
     assert said is PromiseVerdict(verdict)
 
 
