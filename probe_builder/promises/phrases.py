@@ -537,7 +537,7 @@ def heading_name(section: str) -> str:
 
 
 # A docs title's clauses ("improve docs, fix X and optimize Y"); one without these words is code.
-TITLE_CLAUSE = re.compile(r",\s*|\s+and\s+")
+TITLE_CLAUSE = re.compile(r"[,;]\s*|\s+and\s+")
 DOCS_WORDS = rx(
     r"\b(docs?|documentation|readme|typos?|comments?|docstrings?|examples?)\b",
     r"\b(ci|workflows?|containers?|docker\w*|github actions|pre-commit|lint\w*)\b",

@@ -763,6 +763,9 @@ def test_a_title_with_a_code_clause_beside_a_tests_clause_promises_the_code():
         PromiseCategory.functional
     ]
     assert [p.category for p in extract_promises("Refit miscellaneous weights in place", "")]
+    # a semicolon parts the clauses as a comma does: the code clause still promises
+    title = "Skip the all_gather when weights are replicated; rewrite the regression test"
+    assert [p.category for p in extract_promises(title, "")] == [PromiseCategory.traffic]
 
 
 def test_merge_order_notes_and_warning_sections_are_not_promises():
