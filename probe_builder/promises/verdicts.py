@@ -17,25 +17,27 @@ promise (its name uses several words of the quote), on an assertion computed
 from changed code, can check it; unless it is the title's functional promise,
 which speaks for the whole change: then a test of the changed code checks it on
 an assertion that bears on a word of the title. ``checked`` needs an added
-assertion on the promise's observable: memory promises an assertion that reads
-a memory API, time promises a timer (a promise that work is skipped: a counted
+assertion on the promise's observable: memory promises an assertion that reads a
+memory API, time promises a timer (a promise that work is skipped: a counted
 call), traffic promises counted bytes or calls in a test that talks to a
-communication primitive, state promises a value asserted after a
-reset of a repeatedly used object or after a save and a load (or, for state
-kept across calls rather than changed, a later call's result compared with an
-earlier one's), mode promises an assertion in a test that captures, replays or
-compiles (or switches that option on), numeric promises a tolerance or allclose
-assertion (a promise to zero or mask values out: also one that they are exactly
-zero), functional promises a value or call assertion (or, when the promise
-is that the code raises or reports an error, an assertion that expects it; when
-it is about sizes, padding, chunks or limits, also a length or a shape); a
-numeric or functional promise about a precision or a number format is checked
-by a dtype as well. With no such assertion, a run configuration of the test
-patch that sets a linked flag, beside golden values the patch holds, checks a
-functional, numeric, state or mode promise: its run is compared with recorded
-outputs; so does one beside a script that starts a checker of the tests' own
-asserting the runs' results close to one another's (a loss within a tolerance of a
-reference engine's; a score above a bar compares nothing).
+communication primitive, state promises a value asserted after a reset of a
+repeatedly used object or after a save and a load (or, for state kept across
+calls rather than changed, a later call's result compared with an earlier one's;
+for state a checkpoint holds, in a test that neither saves nor loads, a value of
+what the code would save or match on a load), mode promises an assertion in a
+test that captures, replays or compiles (or switches that option on), numeric
+promises a tolerance or allclose assertion (a promise to zero or mask values
+out: also one that they are exactly zero), functional promises a value or call
+assertion (or, when the promise is that the code raises or reports an error, an
+assertion that expects it; when it is about sizes, padding, chunks or limits,
+also a length or a shape); a numeric or functional promise about a precision or
+a number format is checked by a dtype as well. With no such assertion, a run
+configuration of the test patch that sets a linked flag, beside golden values
+the patch holds, checks a functional, numeric, state or mode promise: its run is
+compared with recorded outputs; so does one beside a script that starts a
+checker of the tests' own asserting the runs' results close to one another's (a
+loss within a tolerance of a reference engine's; a score above a bar compares
+nothing).
 ``exercised``: the tests (or a launch script of the test patch, by naming the
 code or by starting a program that imports it) run the code, or the changed code
 right behind it (a helper it calls, the function that reads its flag), but do
@@ -246,7 +248,31 @@ def _rule(promise: ExtractedPromise) -> Rule:
     return rule
 
 
+# A state promise about a checkpoint: what is saved, how it is loaded, what it holds.
+CHECKPOINTED = re.compile(
+    r"\b(checkpoint\w*|ckpt\w*|sav(e|es|ed|ing)|load\w*|reload\w*|restor\w*|state[_ ]dicts?)\b",
+    re.I,
+)
+
+
+# A name of a call that saves or loads (``save_checkpoint``, ``torch.load``, ``load_state_dict``).
+SAVES_OR_LOADS = re.compile(r"^(save|load)(_|$)|_(save|load)(_|$)")
+
+
+def _state_or_checkpoint(test: TestTraits, sites: list[AssertionSite]) -> AssertionSite | None:
+    """For state kept in a checkpoint: a value after a save and a load; or, in a test that
+    neither saves nor loads, an assertion on what the code would save or match on a load (the
+    sharded objects a module emits, the keys a loader pairs up): that state itself. A test
+    that saves is judged by its round trip: a value asserted before the load says nothing."""
+    parts = {part for name in test.references for part in name.split(".")}
+    if any(SAVES_OR_LOADS.search(part) for part in parts):
+        return _state(test, sites)
+    return _first(_telling(sites))
+
+
 def _category_rule(promise: ExtractedPromise) -> Rule:
+    if promise.category is PromiseCategory.state and CHECKPOINTED.search(promise.quote):
+        return _state_or_checkpoint
     if promise.category is PromiseCategory.state and not CHANGE_OF_STATE.search(promise.quote):
         return _state_across_calls
     if promise.category is PromiseCategory.functional and RAISES.search(promise.quote):

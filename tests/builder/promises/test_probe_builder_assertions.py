@@ -1813,6 +1813,44 @@ def test_a_state_promise_linked_to_nothing_is_checked_by_a_save_and_load_of_chan
     assert _verdict(PromiseCategory.functional, quote, code) is PromiseVerdict.exercised
 
 
+CHECKPOINT_CONTENT_TEST = """
+from pkg import Shard, save
+
+
+def test_shard_emits_its_objects(model, path):
+    shard = Shard(model)
+    {before}
+    objects = shard.sharded_objects()
+    assert {value}
+"""
+
+
+@pytest.mark.parametrize(
+    ("before", "value", "quote", "verdict"),
+    [
+        # what the code would save, read without a save: the checkpoint's state itself
+        ("pass", "len(objects) == 1", "Fix checkpointing of sharded objects", "checked"),
+        # a reset promised: only a value after the reset speaks for it
+        ("pass", "len(objects) == 1", "Reset clears the sharded objects", "exercised"),
+        # a test that saves is judged by its round trip, and nothing is loaded back
+        (
+            "save(shard, path)",
+            "len(objects) == 1",
+            "Fix checkpointing of sharded objects",
+            "exercised",
+        ),
+        # an existence check says nothing of what is saved
+        ("pass", "objects is not None", "Fix checkpointing of sharded objects", "exercised"),
+    ],
+)
+def test_a_checkpoint_state_promise_is_checked_by_what_the_code_would_save(
+    before, value, quote, verdict
+):
+    source = CHECKPOINT_CONTENT_TEST.format(before=before, value=value)
+    code = _code(source, "Shard", "other.Unused")
+    assert _verdict(PromiseCategory.state, quote, code) is PromiseVerdict(verdict)
+
+
 GRID_HELPER_TEST = """
 from pkg import add_grid_args, make_parser
 
