@@ -248,9 +248,11 @@ def _rule(promise: ExtractedPromise) -> Rule:
     return rule
 
 
-# A state promise about a checkpoint: what is saved, how it is loaded, what it holds.
+# A state promise about a checkpoint: what is saved, how it is loaded, what it holds (not
+# "load balancing", the spreading of work).
 CHECKPOINTED = re.compile(
-    r"\b(checkpoint\w*|ckpt\w*|sav(e|es|ed|ing)|load\w*|reload\w*|restor\w*|state[_ ]dicts?)\b",
+    r"\b(checkpoint\w*|ckpt\w*|sav(e|es|ed|ing)|(re)?load(s|ed|ing|ers?)?(?![- ]?balanc)"
+    r"|restor\w*|state[_ ]dicts?)\b",
     re.I,
 )
 

@@ -1832,6 +1832,8 @@ def test_shard_emits_its_objects(model, path):
         ("pass", "len(objects) == 1", "Fix checkpointing of sharded objects", "checked"),
         # a reset promised: only a value after the reset speaks for it
         ("pass", "len(objects) == 1", "Reset clears the sharded objects", "exercised"),
+        # load balancing spreads work: no checkpoint is loaded
+        ("pass", "len(objects) == 1", "Keep load balancing of sharded objects", "exercised"),
         # a test that saves is judged by its round trip, and nothing is loaded back
         (
             "save(shard, path)",
