@@ -67,6 +67,7 @@ from probe_builder.promises.phrases import (
     STATE_BEHAVIOUR,
     TEST_SECTIONS,
     TEST_WORDS,
+    TIME_CUT_FOR_MEASURING,
     TITLE_CLAUSE,
     TITLE_CUES,
     TITLE_TAGS,
@@ -232,7 +233,11 @@ def _categories(sentence: Sentence) -> list[PromiseCategory]:
     ):
         found.remove(PromiseCategory.time)  # steps to converge, not time
     if MEASURING.search(text) and not FAILURE_FIXED.search(text):
-        kept = (PromiseCategory.traffic,) if TRAFFIC_CUT_FOR_MEASURING.search(text) else ()
+        cuts = (
+            (PromiseCategory.traffic, TRAFFIC_CUT_FOR_MEASURING),
+            (PromiseCategory.time, TIME_CUT_FOR_MEASURING),
+        )
+        kept = [category for category, cut in cuts if cut.search(text)]
         found = [c for c in found if c not in RESOURCE_CATEGORIES or c in kept]
     if LIMITATION.search(text):  # what the change does not do, or not yet
         found = [c for c in found if c not in (PromiseCategory.mode, PromiseCategory.state)]

@@ -35,6 +35,9 @@ _SERVING_RATE = r"(qps|tps|rps|tok/s|tokens?/s|requests?/s)"
 _RAISED = r"(improv|increas|boost|higher)\w*"
 # What a share gained may be of, other than time.
 _NOT_TIME = r"\b(accura\w*|memory|acceptance|precision|recall|scores?)\b"
+# Expensive work gated, limited, avoided, skipped or deferred.
+_CUT_VERB = r"\b(gat(e|es|ed|ing)|limit\w*|avoid\w*|skip\w*|defer\w*)\b"
+_EXPENSIVE_CUT = _CUT_VERB + r"[^.]{0,40}\bexpensive\b|\bexpensive\b[^.]{0,40}" + _CUT_VERB
 # Activation (gradient) checkpointing recomputes; it saves no state.
 _NOT_RECOMPUTE = r"(?<!activation )(?<!gradient )(?<!activation-)"
 _CHECKPOINT = _NOT_RECOMPUTE + r"\b(checkpoint|ckpt|dist[-_ ]?ckpt)\w*"
@@ -258,6 +261,11 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\b[^.]{0,20}\b(event loop|scheduler|main thread|engine loop|other requests)\b"
         r"|\bevent[- ]loop block\w*",
         r"\binstead of re-?(call|comput|creat|build|calculat)\w*",
+        # work made cheaper: expensive work gated or limited, a result computed only once, a
+        # pipeline without bubbles
+        _EXPENSIVE_CUT,
+        r"\b(comput|calculat|hash|build|initiali[sz]|creat|run)\w*\b[^.]{0,40}\bonly once\b",
+        r"\bzero[- ]bubble\b",
         r"\b(improv\w*|gives?|gains?|benefits?)\b(?![^.]{0,20}" + _NOT_TIME + r")[^.]{0,20}"
         r"\b\d+(\.\d+)?(-\d+)?\s?%(?![^.]{0,30}" + _NOT_TIME + r")",
     ),
@@ -390,6 +398,9 @@ FAILURE_FIXED = rx(
     r"\b(fix\w*|avoid\w*|prevent\w*|resolv\w*)\b(?:[^.]|\.(?=\d)){0,40}"
     r"\b(oom|ooms|out[- ]of[- ]memory|leak\w*)\b"
 )
+# Time cut for what measures (expensive statistics gated behind a debug flag): the measuring costs
+# the time, and the sentence promises less of it.
+TIME_CUT_FOR_MEASURING = rx(_EXPENSIVE_CUT)
 # Communication cut for what measures ("reduce the number of collectives this logging
 # needs"): the logging costs the traffic, and the sentence promises less of it.
 TRAFFIC_CUT_FOR_MEASURING = rx(

@@ -496,6 +496,13 @@ SENTENCE_CUES = [
     ("Read the cached flag instead of re-calling the parser per token.", C.time, True),
     ("The new gather path gives 15-20% on average for each op.", C.time, True),
     ("The new sampler improves accuracy by 2% on GSM8K.", C.time, False),
+    # expensive work gated or skipped (measuring's own work too), a result built only once, a
+    # schedule without bubbles; expensive work named in passing is no promise
+    ("Hash each image only once per request.", C.time, True),
+    ("The expensive statistics are gated behind the debug log level.", C.time, True),
+    ("Skip the expensive prompt filter when a sample limit is set.", C.time, True),
+    ("Zero-bubble overlap of drafting and verification.", C.time, True),
+    ("Log how long the expensive kernels take.", C.time, False),
     # memory held on to, leaked, released or over its peak
     ("Fix a memory-retention regression in the prompt cache.", C.memory, True),
     ("Fix workspace resize leaking reserved GPU memory.", C.memory, True),
