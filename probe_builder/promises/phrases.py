@@ -266,6 +266,9 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         _EXPENSIVE_CUT,
         r"\b(comput|calculat|hash|build|initiali[sz]|creat|run)\w*\b[^.]{0,40}\bonly once\b",
         r"\bzero[- ]bubble\b",
+        # a large performance drop named as the problem: the fix promises it gone
+        r"\b(significant|severe|large|major|big)\b[^.]{0,20}\b(perf|performance|throughput|latency)"
+        r" (drops?|degradations?|regressions?)\b",
         r"\b(improv\w*|gives?|gains?|benefits?)\b(?![^.]{0,20}" + _NOT_TIME + r")[^.]{0,20}"
         r"\b\d+(\.\d+)?(-\d+)?\s?%(?![^.]{0,30}" + _NOT_TIME + r")",
     ),
