@@ -503,7 +503,7 @@ SENTENCE_CUES = [
     ("Skip the expensive prompt filter when a sample limit is set.", C.time, True),
     ("Zero-bubble overlap of drafting and verification.", C.time, True),
     ("Log how long the expensive kernels take.", C.time, False),
-    ("Severe throughput regression when prefix caching is off on ARM hosts.", C.time, True),
+    ("Severe performance regression when prefix caching is off on ARM hosts.", C.time, True),
     ("A performance regression test now runs nightly.", C.time, False),
     # memory held on to, leaked, released or over its peak
     ("Fix a memory-retention regression in the prompt cache.", C.memory, True),
