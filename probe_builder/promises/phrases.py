@@ -142,6 +142,7 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         # memory spent that need not be: a fix of the excess, or not holding it all at once
         r"\b(more|extra|excess\w*|unnecessary|redundant) (\w+ )?memory\b|\bin memory at once\b",
         r"\bmemory[- ](retention|regression|growth|bloat)\b",
+        r"\b(avoid|eliminat|remov|cut)\w*\b[^.]{0,30}\bmemory (overhead|cost|waste)\b",
         r"\bleak\w*\b[^.]{0,30}\bmemory\b",
         r"\b(prevent\w*|avoid\w*|without|no longer)\b[^.]{0,20}\bhold\w*\b[^.]{0,40}\bin memory\b",
         r"\b(peak|activation|extra|more|excess\w*)\s+(\w+\s+)?vram\b",

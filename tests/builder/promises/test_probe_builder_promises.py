@@ -505,6 +505,9 @@ SENTENCE_CUES = [
     ("Log how long the expensive kernels take.", C.time, False),
     ("Severe performance regression when prefix caching is off on ARM hosts.", C.time, True),
     ("A performance regression test now runs nightly.", C.time, False),
+    # a memory overhead avoided is a memory promise; one the change adds is its cost
+    ("Avoid the large memory overhead of padded logits.", C.memory, True),
+    ("This adds a small memory overhead.", C.memory, False),
     # memory held on to, leaked, released or over its peak
     ("Fix a memory-retention regression in the prompt cache.", C.memory, True),
     ("Fix workspace resize leaking reserved GPU memory.", C.memory, True),
