@@ -327,6 +327,12 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\bno longer\b[^.]{0,20}\b(send|transfer|transmit|broadcast|all[-_ ]?gather)\w*",
         r"\bgat(e|es|ed|ing)\s+(\w+\s+)?" + _COLLECTIVE,
         r"\b(without|avoid\w*|no)\s+re-?transmi\w*",
+        # a reduction held back to be done once; data made smaller before it is sent
+        r"\b(defer\w*|delay\w*|coalesc\w*)\b[^.]{0,30}\b(grad\w* )?"
+        r"(reduction|reduce|communication)\b",
+        r"\bquant\w*\b[^.]{0,40}\bbefore\b[^.]{0,20}\b(dispatch\w*|send\w*|communicat\w*|"
+        + _COLLECTIVE
+        + r")",
     ),
     PromiseCategory.state: rx(*_STATE_BEHAVIOURS, *_STATE_OPERATIONS),
     PromiseCategory.mode: rx(

@@ -508,6 +508,10 @@ SENTENCE_CUES = [
     # a memory overhead avoided is a memory promise; one the change adds is its cost
     ("Avoid the large memory overhead of padded logits.", C.memory, True),
     ("This adds a small memory overhead.", C.memory, False),
+    # a reduction deferred to be done once; data quantised before it is sent
+    ("Defer the data-parallel gradient reduction to the last microbatch.", C.traffic, True),
+    ("Quantize the activations before the all-to-all dispatch.", C.traffic, True),
+    ("Delay the first scheduler step until the model is loaded.", C.traffic, False),
     # memory held on to, leaked, released or over its peak
     ("Fix a memory-retention regression in the prompt cache.", C.memory, True),
     ("Fix workspace resize leaking reserved GPU memory.", C.memory, True),
