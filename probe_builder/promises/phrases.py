@@ -170,6 +170,10 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         # a model that fits on fewer devices
         r"\b(reduc\w*|lower\w*|fewer|less)\b[^.]{0,20}\b(minimum )?(number of )?(gpus|devices)\b",
         r"\bfit (more|larger|bigger|longer)\b",  # a batch or a model that fits now
+        # less kept: only the data's identifiers stored, not the data; less state to hold
+        r"\b(stor(e|es|ed|ing)|keep(s|ing)?|cach(e|es|ed|ing))\s+only\s+(the\s+|their\s+|its\s+)?"
+        r"(keys|hash(es)?|ids|indices|metadata|references|handles|pointers)\b",
+        r"\b(" + _REDUCE + r"|lower|less)\w*\b[^.]{0,20}\b(amount|size) of (state|data)\b",
     ),
     PromiseCategory.time: rx(
         r"\bspeed[- ]?ups?\b|\b(speeds?|sped|speeded) up\b|\bfaster\b|\bthroughput\b|\blatency\b",

@@ -508,6 +508,10 @@ SENTENCE_CUES = [
     # a memory overhead avoided is a memory promise; one the change adds is its cost
     ("Avoid the large memory overhead of padded logits.", C.memory, True),
     ("This adds a small memory overhead.", C.memory, False),
+    # only the data's identifiers kept, or less state held, is memory; keeping one option is not
+    ("Keep only the hashes of images in the sender cache.", C.memory, True),
+    ("Lower the amount of state each worker keeps between steps.", C.memory, True),
+    ("Keep only one backend enabled by default.", C.memory, False),
     # a reduction deferred to be done once; data quantised before it is sent
     ("Defer the data-parallel gradient reduction to the last microbatch.", C.traffic, True),
     ("Quantize the activations before the all-to-all dispatch.", C.traffic, True),
