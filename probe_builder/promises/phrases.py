@@ -333,7 +333,7 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\b(without|avoid\w*|no)\s+re-?transmi\w*",
         # a reduction held back to be done once; data made smaller before it is sent
         r"\b(defer\w*|delay\w*|coalesc\w*)\b[^.]{0,30}\b(grad\w* )?"
-        r"(reduction|reduce|communication)\b",
+        r"(reductions?|communication)\b",
         r"\bquant\w*\b[^.]{0,40}\bbefore\b[^.]{0,20}\b(dispatch\w*|send\w*|communicat\w*|"
         + _COLLECTIVE
         + r")",

@@ -516,6 +516,7 @@ SENTENCE_CUES = [
     ("Defer the data-parallel gradient reduction to the last microbatch.", C.traffic, True),
     ("Quantize the activations before the all-to-all dispatch.", C.traffic, True),
     ("Delay the first scheduler step until the model is loaded.", C.traffic, False),
+    ("Delays in startup reduce throughput.", C.traffic, False),
     # memory held on to, leaked, released or over its peak
     ("Fix a memory-retention regression in the prompt cache.", C.memory, True),
     ("Fix workspace resize leaking reserved GPU memory.", C.memory, True),
