@@ -379,7 +379,8 @@ def _leads_somewhere(name: str) -> bool:
     return len(name) >= MIN_BEHIND_NAME and name.lower() not in GENERIC_WORDS
 
 
-def _parts(references: Iterable[str]) -> set[str]:
+def name_parts(references: Iterable[str]) -> set[str]:
+    """Every part of dotted names (``torch.save`` gives ``torch`` and ``save``)."""
     return {part for ref in references for part in ref.split(".")}
 
 
@@ -387,14 +388,14 @@ def reaching_tests(linked: Link, code: CodeUnderTest) -> list[TestTraits]:
     """Tests that refer to a linked name, themselves or through a helper they call."""
     if not linked.names:
         return list(code.profile.tests)
-    return [t for t in code.profile.tests if _parts(t.references) & linked.names]
+    return [t for t in code.profile.tests if name_parts(t.references) & linked.names]
 
 
 def nearby_tests(linked: Link, code: CodeUnderTest) -> list[TestTraits]:
     """Tests that refer to another changed symbol of a linked symbol's file: they may run
     the promised code through it (a model built with a patched layer, say)."""
     nearby = beside_names(linked, code)
-    return [t for t in code.profile.tests if _parts(t.references) & nearby]
+    return [t for t in code.profile.tests if name_parts(t.references) & nearby]
 
 
 def beside_names(linked: Link, code: CodeUnderTest) -> frozenset[str]:

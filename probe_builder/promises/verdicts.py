@@ -67,6 +67,7 @@ from probe_builder.promises.linking import (
     concerned,
     importing_tests,
     link,
+    name_parts,
     nearby_scripts,
     nearby_tests,
     reaching_scripts,
@@ -266,8 +267,7 @@ def _state_or_checkpoint(test: TestTraits, sites: list[AssertionSite]) -> Assert
     neither saves nor loads, an assertion on what the code would save or match on a load (the
     sharded objects a module emits, the keys a loader pairs up): that state itself. A test
     that saves is judged by its round trip: a value asserted before the load says nothing."""
-    parts = {part for name in test.references for part in name.split(".")}
-    if any(SAVES_OR_LOADS.search(part) for part in parts):
+    if any(SAVES_OR_LOADS.search(part) for part in name_parts(test.references)):
         return _state(test, sites)
     return _first(_telling(sites))
 
