@@ -201,6 +201,13 @@ def _cued(category: PromiseCategory, sentence: Sentence, text: str) -> bool:
     return bool(CUES[category].search(text) or (title_cue and title_cue.search(text)))
 
 
+# A resource a sentence about measuring still promises: the measuring's own cost, cut.
+CUT_FOR_MEASURING = (
+    (PromiseCategory.traffic, TRAFFIC_CUT_FOR_MEASURING),
+    (PromiseCategory.time, TIME_CUT_FOR_MEASURING),
+)
+
+
 def _categories(sentence: Sentence) -> list[PromiseCategory]:
     text = sentence.text
     found = [category for category in CUES if _cued(category, sentence, text)]
@@ -233,11 +240,7 @@ def _categories(sentence: Sentence) -> list[PromiseCategory]:
     ):
         found.remove(PromiseCategory.time)  # steps to converge, not time
     if MEASURING.search(text) and not FAILURE_FIXED.search(text):
-        cuts = (
-            (PromiseCategory.traffic, TRAFFIC_CUT_FOR_MEASURING),
-            (PromiseCategory.time, TIME_CUT_FOR_MEASURING),
-        )
-        kept = [category for category, cut in cuts if cut.search(text)]
+        kept = [category for category, cut in CUT_FOR_MEASURING if cut.search(text)]
         found = [c for c in found if c not in RESOURCE_CATEGORIES or c in kept]
     if LIMITATION.search(text):  # what the change does not do, or not yet
         found = [c for c in found if c not in (PromiseCategory.mode, PromiseCategory.state)]
