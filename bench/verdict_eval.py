@@ -71,6 +71,7 @@ from probe_builder.material.split import split_patch
 from probe_builder.promises.extract import ExtractedPromise
 from probe_builder.promises.linking import CodeUnderTest, code_under_test
 from probe_builder.promises.verdicts import CHECKED_VIA, PromiseCheck, judge_promises
+from probewatch.testfiles import TestFiles
 from task_registry.types import PromiseCategory, PromiseVerdict
 
 # Both repositories' tests.globs in the watch file (bot/watch.example.toml).
@@ -218,7 +219,7 @@ def code_at(repo: Path, commit: str, test_globs: Sequence[str] = TEST_GLOBS) -> 
     split = split_patch(diff_commits(repo, base_sha, commit), test_globs=test_globs)
     sources = sources_of_test_patch(split.test_files, head=head)
     contract = extract_contract(split.golden_files, base=base, head=head, sources=sources)
-    return code_under_test(split, head=head, contract=contract)
+    return code_under_test(split, head=head, contract=contract, test_files=TestFiles(test_globs))
 
 
 @dataclass

@@ -8,11 +8,12 @@ can also hand in files that live in memory (probes a curator wrote).
 
 from __future__ import annotations
 
+import re
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from probewatch.git import ENCODING_ERRORS, run_git
 
@@ -28,6 +29,23 @@ class TreeReader(Protocol):
     """Text of files in one tree; ``None`` for a path that is not there."""
 
     def read(self, path: str) -> str | None: ...
+
+
+@runtime_checkable
+class SearchableTree(Protocol):
+    """A tree that can say which of its files use a name (as ``git grep -w`` does)."""
+
+    def files_naming(self, names: Collection[str], suffix: str) -> dict[str, set[str]]: ...
+
+
+def files_naming(
+    tree: TreeReader, names: Collection[str], suffix: str = ".py"
+) -> dict[str, set[str]]:
+    """For each of ``names`` that a file of ``tree`` ending in ``suffix`` uses as a whole
+    word, those files; nothing when the tree cannot be searched (it is read path by path)."""
+    if not names or not isinstance(tree, SearchableTree):
+        return {}
+    return tree.files_naming(names, suffix)
 
 
 @dataclass
@@ -50,6 +68,18 @@ class GitTree:
             present = paths is None or path in paths
             self._cache[path] = self._load(path) if present else None
         return self._cache[path]
+
+    def files_naming(self, names: Collection[str], suffix: str) -> dict[str, set[str]]:
+        patterns = [arg for name in sorted(names) for arg in ("-e", name)]
+        files = ("--", f"*{suffix}")
+        proc = run_git(
+            self.repo, "grep", "-o", "-w", "-I", "-F", *patterns, self.commit, *files, check=False
+        )
+        found: dict[str, set[str]] = {}
+        for line in proc.stdout.splitlines():  # <commit>:<path>:<name>, once a use
+            path, _, name = line.removeprefix(f"{self.commit}:").rpartition(":")
+            found.setdefault(name, set()).add(path)
+        return found
 
     def _listing(self) -> frozenset[str] | None:
         """Every file name of the tree; None when git cannot list it (each read then asks)."""
@@ -87,3 +117,11 @@ class MemoryTree:
         if path in self.files:
             return self.files[path]
         return self.below.read(path) if self.below is not None else None
+
+    def files_naming(self, names: Collection[str], suffix: str) -> dict[str, set[str]]:
+        word = re.compile(r"\b(" + "|".join(re.escape(n) for n in names) + r")\b")
+        found = files_naming(self.below, names, suffix) if self.below is not None else {}
+        for path, text in self.files.items():
+            for name in {m.group(0) for m in word.finditer(text)} if path.endswith(suffix) else ():
+                found.setdefault(name, set()).add(path)
+        return found

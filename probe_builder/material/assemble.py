@@ -31,6 +31,7 @@ from probe_builder.promises.assertions import AssertionProfile
 from probe_builder.promises.extract import ExtractedPromise, extract_promises, with_proposed
 from probe_builder.promises.linking import ChangedSymbol, code_under_test, symbols_at
 from probe_builder.promises.verdicts import PromiseCheck, judge_promises
+from probewatch.testfiles import TestFiles
 from runners.types import Hardware
 
 
@@ -123,7 +124,7 @@ def build_material(
     proposed = author.propose_promises(request)
     promises = with_proposed(found, proposed, pr.title, pr.body)
     hollow = build_hollow_patch(split.golden_files, base=base, head=head)
-    code = code_under_test(split, head=head, contract=contract)
+    code = code_under_test(split, head=head, contract=contract, test_files=TestFiles(test_globs))
     profile = code.profile
     checks = tuple(judge_promises(promises, code))
     inputs = StatementInputs(pr.title, pr.body, contract, promises, hardware or Hardware())

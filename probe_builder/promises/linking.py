@@ -7,7 +7,10 @@ identifier quoted verbatim links on its own. The changed code one step behind
 a linked symbol is found too: the changed definitions it refers to (the
 helper a promised class calls) and those that refer to it (the function that
 reads a promised flag): a PR's tests often run that code rather than the
-name its description uses. A test reaches a symbol when
+name its description uses. So are the functions one step in front of that
+code, anywhere in the repository outside its tests (:func:`in_front`): the
+public entry point, left alone by the patch, through which a test runs a
+fixed private helper. A test reaches a symbol when
 it, or a helper of its own file that it calls, refers to the symbol's name
 (or to a linked flag's key). Non-Python files of the test patch (launch
 scripts, configs) reach a symbol by naming it, or a long part of it, on an
@@ -30,7 +33,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
-from probe_builder.gitio import TreeReader
+from probe_builder.gitio import TreeReader, files_naming
 from probe_builder.material.contract import Contract
 from probe_builder.material.diffs import FileDiff
 from probe_builder.material.pysource import Source, UnparsableSource, iter_definitions
@@ -44,6 +47,7 @@ from probe_builder.promises.assertions import (
     profile_test_patch,
 )
 from probe_builder.promises.launches import ProgramReader, folder_of
+from probewatch.testfiles import TestFiles
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 _CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
@@ -134,12 +138,23 @@ class TestScript:
 
 
 @dataclass(frozen=True)
+class Caller:
+    """A function of the repository outside its tests that refers to changed symbols (by
+    name): code a test may run them through, the patch's or code it left alone."""
+
+    name: str
+    path: str
+    uses: frozenset[str]  # the changed names it refers to
+
+
+@dataclass(frozen=True)
 class CodeUnderTest:
     """What the verdicts read: the test patch's profile and the golden patch's symbols."""
 
     profile: AssertionProfile
     symbols: tuple[ChangedSymbol, ...] = ()
     scripts: tuple[TestScript, ...] = ()
+    callers: tuple[Caller, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -293,8 +308,15 @@ def _asserts_closeness(path: str, head: TreeReader) -> bool:
     return any(site.kind is AssertionKind.numeric for site in profile.assertions)
 
 
-def code_under_test(split: PatchSplit, *, head: TreeReader, contract: Contract) -> CodeUnderTest:
-    """Profile of the test patch, the changed symbols and flags, and the test scripts."""
+def code_under_test(
+    split: PatchSplit,
+    *,
+    head: TreeReader,
+    contract: Contract,
+    test_files: TestFiles | None = None,
+) -> CodeUnderTest:
+    """Profile of the test patch, the changed symbols and flags, the test scripts, and the
+    functions outside the tests (``test_files``: the default globs) that call changed code."""
     profile = profile_test_patch(split.test_files, head=head)
     symbols = [s for f in split.golden_python for s in _changed_definitions(f, head)]
     symbols += [
@@ -303,7 +325,39 @@ def code_under_test(split: PatchSplit, *, head: TreeReader, contract: Contract) 
     symbols += [
         changed_symbol(f.name.lstrip("-").replace("-", "_"), f.help, f.path) for f in contract.flags
     ]
-    return CodeUnderTest(profile, tuple(symbols), _scripts(split.test_files, head))
+    callers = _callers(symbols, head, test_files or TestFiles())
+    return CodeUnderTest(profile, tuple(symbols), _scripts(split.test_files, head), callers)
+
+
+# A changed name that this many files use leads nowhere in particular (``train``, ``load``).
+MAX_NAMING_FILES = 30
+
+
+def _callers(
+    symbols: Sequence[ChangedSymbol], head: TreeReader, test_files: TestFiles
+) -> tuple[Caller, ...]:
+    """The functions of the head tree's Python files outside the tests that refer to a
+    changed name (one long enough, and used in few enough files, to lead somewhere), by
+    the changed names each uses."""
+    leads = {s.name for s in symbols if _leads_somewhere(s.name)} - GENERIC_NAMES
+    naming = {
+        name: paths
+        for name, paths in files_naming(head, leads).items()
+        if len(paths) <= MAX_NAMING_FILES
+    }
+    names = set(naming)
+    callers = []
+    for path in sorted({p for paths in naming.values() for p in paths if p not in test_files}):
+        try:
+            tree = Source(path, head.read(path) or "").tree
+        except UnparsableSource:
+            continue
+        functions, used_at = _functions_and_names(tree, names)
+        for name, lines in functions:
+            used = {n for line, found in used_at.items() if line in lines for n in found}
+            if used - {name}:
+                callers.append(Caller(name, path, frozenset(used - {name})))
+    return tuple(callers)
 
 
 def _names_identifier(symbol: ChangedSymbol, identifiers: frozenset[str]) -> bool:
@@ -373,6 +427,49 @@ def behind(linked: Link, code: CodeUnderTest) -> Link:
         if (s.name in called or s.uses & linked.names) and _leads_somewhere(s.name)
     }
     return Link(linked.names | frozenset(found - GENERIC_NAMES), True)
+
+
+def _functions_and_names(
+    tree: ast.AST, names: set[str]
+) -> tuple[list[tuple[str, range]], dict[int, set[str]]]:
+    """Every function of ``tree`` with its lines, and the lines where one of ``names`` is
+    used (as :func:`names_used` reads a definition): one walk of the file."""
+    functions: list[tuple[str, range]] = []
+    used_at: dict[int, set[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            functions.append((node.name, range(node.lineno, (node.end_lineno or node.lineno) + 1)))
+        used = _name_of(node)
+        if used in names:
+            used_at.setdefault(getattr(node, "lineno", 0), set()).add(used)
+    return functions, used_at
+
+
+def _name_of(node: ast.AST) -> str | None:
+    """The name a node uses, as :func:`names_used` reads it."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.keyword):
+        return node.arg
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return None
+
+
+def in_front(linked: Link, code: CodeUnderTest) -> frozenset[str]:
+    """The functions that call a linked symbol, or the changed code that calls one, wherever
+    they are (code the patch left alone, a changed function of another file): a test that
+    calls one of them runs the linked code through it, as a test of a public entry point
+    runs the private helper a PR fixed. None for a weak link; short or generic names lead
+    nowhere."""
+    if not linked.strong or not linked.names:
+        return frozenset()
+    calling = {s.name for s in code.symbols if s.uses & linked.names and _leads_somewhere(s.name)}
+    called = linked.names | (calling - GENERIC_NAMES)
+    found = {c.name for c in code.callers if c.uses & called and _leads_somewhere(c.name)}
+    return frozenset(found - called - GENERIC_NAMES)
 
 
 def _leads_somewhere(name: str) -> bool:

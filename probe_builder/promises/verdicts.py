@@ -9,6 +9,9 @@ the changed code right behind a linked symbol checks a functional promise only
 on an assertion that bears on what its quote says beyond the linked names (its
 text, its test's name or its inputs use a word of that: "blockwise" in "support
 'blockwise' tp_mode" for a test of the function that reads the flag); a test of
+a function that calls a linked symbol or the changed code calling it (one the patch may
+have left alone, outside the tests) checks the promise on an assertion computed from that
+function; a test of
 the code beside it (another change of its file, its module) that reaches none of
 the linked symbols checks a promise of any category only on such an assertion,
 computed from the changed code of that file. When the
@@ -40,8 +43,9 @@ loss within a tolerance of a reference engine's; a score above a bar compares
 nothing).
 ``exercised``: the tests (or a launch script of the test patch, by naming the
 code or by starting a program that imports it) run the code, or the changed code
-right behind it (a helper it calls, the function that reads its flag), but do
-not assert that; ``unchecked``: no added test reaches it. The rules are a table.
+right behind it (a helper it calls, the function that reads its flag), or call a
+function that calls it, but do not assert that; ``unchecked``: no added test
+reaches it. The rules are a table.
 """
 
 from __future__ import annotations
@@ -66,6 +70,7 @@ from probe_builder.promises.linking import (
     beside_names,
     concerned,
     importing_tests,
+    in_front,
     link,
     name_parts,
     nearby_scripts,
@@ -95,12 +100,12 @@ class PromiseCheck:
 # The steps that find a check, strongest evidence first (:func:`_checking_site`): a test of
 # a linked symbol, of the code behind it, of the code beside it, a test named for the
 # promise, a test of the change for the title's own promise.
-VIA_LINKED, VIA_BEHIND, VIA_BESIDE = "linked", "behind", "beside"
+VIA_LINKED, VIA_BEHIND, VIA_CALLER, VIA_BESIDE = "linked", "behind", "caller", "beside"
 VIA_NAMED, VIA_TITLE = "named for", "title"
 # ... and, with no test's assertion, a run configuration compared with golden values (or
 # with another run, by a checker a script of its folder starts).
 VIA_GOLDEN = "golden values"
-CHECKED_VIA = (VIA_LINKED, VIA_BEHIND, VIA_BESIDE, VIA_NAMED, VIA_TITLE, VIA_GOLDEN)
+CHECKED_VIA = (VIA_LINKED, VIA_BEHIND, VIA_CALLER, VIA_BESIDE, VIA_NAMED, VIA_TITLE, VIA_GOLDEN)
 # What a run compared with recorded outputs (tokens, log-probs, losses) checks: the result
 # under the promised flag; not memory, time or traffic, which such a comparison leaves to
 # its tolerance, if it records them at all.
@@ -465,13 +470,23 @@ class _Reach:
     tests: list[TestTraits]
     behind: Link
     behind_tests: list[TestTraits]
+    # The functions in front of the linked symbols (:func:`in_front`) with the code behind,
+    # and the other tests that reach those functions.
+    front: frozenset[str] = frozenset()
+    caller_tests: tuple[TestTraits, ...] = ()
 
 
 def _reach(linked: Link, code: CodeUnderTest) -> _Reach:
     tests = reaching_tests(linked, code)
     with_behind = behind(linked, code)
     same = with_behind == linked
-    return _Reach(tests, with_behind, tests if same else reaching_tests(with_behind, code))
+    behind_tests = tests if same else reaching_tests(with_behind, code)
+    callers = in_front(linked, code) - with_behind.names
+    if not callers:
+        return _Reach(tests, with_behind, behind_tests)
+    seen = set(tests) | set(behind_tests)
+    through = [t for t in reaching_tests(Link(callers, True), code) if t not in seen]
+    return _Reach(tests, with_behind, behind_tests, callers | with_behind.names, tuple(through))
 
 
 def _checking_site(
@@ -484,15 +499,19 @@ def _checking_site(
        function that reads its flag), on an assertion computed from that code; for a
        functional promise, only one that bears on what the quote says beyond the linked
        names (an assertion on the helper alone checks the helper).
-    3. A test of the code beside a linked symbol that reaches none of it (another change of
+    3. A test of a function that calls a linked symbol, or the changed code that calls one
+       (:func:`in_front`: the entry point a private helper is run through, whether or not
+       the patch changed it), that reaches none of that code, on an assertion computed from
+       that function or that code.
+    4. A test of the code beside a linked symbol that reaches none of it (another change of
        its file, or its module through a function nobody changed), on an assertion computed
        from the changed code of that file which bears on what the quote says beyond the
        linked names, whatever the promise's category: the test may not run the promised
        code, so only an assertion on the promise's own words speaks for it.
-    4. A test named for the promise (for a state promise, also a test that saves and then
+    5. A test named for the promise (for a state promise, also a test that saves and then
        loads the changed code), on an assertion computed from any changed code: the only
        check a promise that names no changed symbol (a weak link) can have ...
-    5. ... but for the title's own functional promise ("MTP inference fixes", a squash
+    6. ... but for the title's own functional promise ("MTP inference fixes", a squash
        commit's subject): it speaks for the whole change, so a test reaching the changed
        code checks it on an assertion computed from that code which bears on a word of the
        title (its text, its test's name or the names it is computed from).
@@ -509,6 +528,11 @@ def _checking_site(
             found = _check_in(promise, reached.behind_tests, on_behind)
             if found is not None:
                 return (*found, VIA_BEHIND)
+        found = _check_in(
+            promise, reached.caller_tests, _sites_for(promise, code, reached.front, None)
+        )
+        if found is not None:
+            return (*found, VIA_CALLER)
         found = _check_beside(promise, code, linked, reached)
         if found is not None:
             return (*found, VIA_BESIDE)
@@ -532,7 +556,7 @@ def _checking_site(
 def _check_beside(
     promise: ExtractedPromise, code: CodeUnderTest, linked: Link, reached: _Reach
 ) -> tuple[TestTraits, AssertionSite] | None:
-    """Step 3 of :func:`_checking_site`: a test of the code beside a linked symbol."""
+    """Step 4 of :func:`_checking_site`: a test of the code beside a linked symbol."""
     reaching = set(reached.tests)
     using = dict.fromkeys(nearby_tests(linked, code) + importing_tests(linked, code))
     beside = [t for t in using if t not in reaching]
@@ -552,7 +576,12 @@ def _speaks_for_the_change(promise: ExtractedPromise, linked: Link) -> bool:
     )
 
 
-def _exercised_by(linked: Link, code: CodeUnderTest, tests: list[TestTraits]) -> str | None:
+def _exercised_by(
+    linked: Link,
+    code: CodeUnderTest,
+    tests: list[TestTraits],
+    through_callers: Sequence[TestTraits] = (),
+) -> str | None:
     """Why the promised code runs without a check, strongest evidence first; None: it does not."""
     nearby = nearby_tests(linked, code) if linked.strong else []
     importing = importing_tests(linked, code) if linked.strong else []
@@ -566,6 +595,7 @@ def _exercised_by(linked: Link, code: CodeUnderTest, tests: list[TestTraits]) ->
         (scripts, "run by {}, which asserts nothing on it"),
         (beside, "{} run the code beside it and assert nothing on it"),
         (running, "loaded by the program started by {}, which asserts nothing on it"),
+        (through_callers, "run by {} through the code that calls it, without an assertion on it"),
     )
     for found, reason in reasons:
         if found:
@@ -609,7 +639,7 @@ def judge_promise(promise: ExtractedPromise, code: CodeUnderTest) -> PromiseChec
         reference = "golden values" if golden.goldens else f"another run's by {golden.compared_by}"
         evidence = f"{golden.path} sets it; the run's outputs are compared with {reference}"
         return PromiseCheck(promise, PromiseVerdict.checked, evidence, concerns, VIA_GOLDEN)
-    reason = _exercised_by(reached.behind, code, reached.behind_tests)
+    reason = _exercised_by(reached.behind, code, reached.behind_tests, reached.caller_tests)
     if reason is not None:
         return PromiseCheck(promise, PromiseVerdict.exercised, reason, concerns)
     unreached = "no added test reaches the changed code"

@@ -1064,6 +1064,7 @@ def test_verdict_bench_judges_the_labelled_promises_at_the_merge_commit(tmp_path
     assert by_step == {
         "linked": (1, 1),
         "behind": (0, 0),
+        "caller": (0, 0),
         "beside": (0, 0),
         "named for": (0, 0),
         "title": (0, 0),
@@ -1922,3 +1923,104 @@ def test_a_field_set_on_an_object_makes_what_it_computes_depend_on_the_field(val
     assert _verdict(PromiseCategory.functional, quote, _code(other, "use_fused_loss")) is (
         PromiseVerdict.exercised
     )
+
+
+CALLER_BASE = {
+    "pkg/__init__.py": "",
+    "pkg/score.py": "def _round_score(x):\n    return x\n",
+    "pkg/api.py": (
+        "from pkg.score import _round_score\n\n\n"
+        "def compute_score(x):\n    return _round_score(x)\n"
+    ),
+    "tests/helpers.py": (
+        "from pkg.score import _round_score\n\n\n"
+        "def scored_twice(x):\n    return _round_score(_round_score(x))\n"
+    ),
+}
+CALLER_TEST = """
+from pkg.api import compute_score
+from tests.helpers import scored_twice
+
+
+def test_scores():
+    assert {assertion}
+"""
+
+
+@pytest.mark.parametrize(
+    ("assertion", "verdict", "via"),
+    [
+        # the test calls the function nobody changed that calls the fixed helper
+        ("compute_score(1.234) == 1.23", PromiseVerdict.checked, "caller"),
+        # ... and asserts nothing on its result: it runs the fix, no more
+        ("compute_score(1.234) is not None", PromiseVerdict.exercised, ""),
+        # a helper of the tests that calls the fix is not code the repository runs
+        ("scored_twice(1.234) == 1.23", PromiseVerdict.unchecked, ""),
+    ],
+)
+def test_a_test_of_the_code_that_calls_a_linked_symbol_checks_it_through_that_code(
+    tmp_path, assertion, verdict, via
+):
+    # The PR fixes a private helper; its test calls the public function of another module
+    # that the PR left alone. A verdict that looks only at tests naming the helper says
+    # unchecked for the first row; one that counts a test's own helpers as callers says
+    # checked for the last.
+    change = {
+        "pkg/score.py": "def _round_score(x):\n    return round(x, 2)\n",
+        "tests/test_api.py": CALLER_TEST.format(assertion=assertion),
+    }
+    code = make_pr(tmp_path, CALLER_BASE, change).code_under_test()
+    assert [c.name for c in code.callers] == ["compute_score"]
+    promise = ExtractedPromise(
+        category=PromiseCategory.functional, quote="_round_score rounds to two places"
+    )
+    check = judge_promises([promise], code)[0]
+    assert (check.verdict, check.via) == (verdict, via)
+
+
+def test_a_tree_names_the_files_that_use_a_name_as_a_word(tmp_path):
+    from probe_builder.gitio import MemoryTree, files_naming
+
+    files = {"a/b.py": "run_step(x)\n", "a/c.py": "run_steps(x)\nload(y)\n"}
+    below = make_pr(tmp_path, {"README": ""}, files).head_tree
+    tree = MemoryTree({"d.py": "y = run_step\n", "e.txt": "run_step\n"}, below)
+    assert files_naming(tree, ["run_step", "load"]) == {
+        "run_step": {"a/b.py", "d.py"},
+        "load": {"a/c.py"},
+    }
+    assert files_naming(tree, []) == {}
+
+
+def test_a_test_runs_a_linked_symbol_through_the_changed_code_that_calls_it_and_its_caller(
+    tmp_path,
+):
+    # compute_score (left alone) calls _score_batch (changed), which calls the fixed
+    # _round_score: the test of compute_score runs the fix through both. Callers of the
+    # linked symbol alone stop at _score_batch, which no test names.
+    base = {
+        "pkg/__init__.py": "",
+        "pkg/score.py": (
+            "def _round_score(x):\n    return x\n\n\n"
+            "def _score_batch(xs):\n    return [x for x in xs]\n"
+        ),
+        "pkg/api.py": (
+            "from pkg.score import _score_batch\n\n\n"
+            "def compute_score(x):\n    return _score_batch([x])[0]\n"
+        ),
+    }
+    change = {
+        "pkg/score.py": (
+            "def _round_score(x):\n    return round(x, 2)\n\n\n"
+            "def _score_batch(xs):\n    return [_round_score(x) for x in xs]\n"
+        ),
+        "tests/test_api.py": (
+            "from pkg.api import compute_score\n\n\n"
+            "def test_scores():\n    assert compute_score(1.234) == 1.23\n"
+        ),
+    }
+    code = make_pr(tmp_path, base, change).code_under_test()
+    promise = ExtractedPromise(
+        category=PromiseCategory.functional, quote="_round_score rounds to two places"
+    )
+    check = judge_promises([promise], code)[0]
+    assert (check.verdict, check.via) == (PromiseVerdict.checked, "caller")
