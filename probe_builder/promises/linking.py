@@ -42,7 +42,6 @@ from probe_builder.promises.assertions import (
     AssertionKind,
     AssertionProfile,
     TestTraits,
-    mentioned_names,
     profile_source,
     profile_test_patch,
 )
@@ -213,17 +212,8 @@ def concerned(linked: Link, reached: Link, code: CodeUnderTest) -> frozenset[str
 def names_used(node: ast.AST) -> frozenset[str]:
     """What a definition refers to: names, attributes, keyword arguments and string keys
     (``cfg.get("use_fused")``, ``getattr(args, "tp_mode")``)."""
-    used = mentioned_names(node)
-    for child in ast.walk(node):
-        if isinstance(child, ast.keyword) and child.arg:
-            used.add(child.arg)
-        elif (
-            isinstance(child, ast.Constant)
-            and isinstance(child.value, str)
-            and child.value.isidentifier()
-        ):
-            used.add(child.value)
-    return frozenset(used)
+    used = (_name_of(child) for child in ast.walk(node))
+    return frozenset(name for name in used if name is not None and name.isidentifier())
 
 
 def _changed_definitions(file: FileDiff, head: TreeReader) -> list[ChangedSymbol]:
@@ -355,8 +345,9 @@ def _callers(
         functions, used_at = _functions_and_names(tree, names)
         for name, lines in functions:
             used = {n for line, found in used_at.items() if line in lines for n in found}
-            if used - {name}:
-                callers.append(Caller(name, path, frozenset(used - {name})))
+            used.discard(name)  # a recursive call is not a caller
+            if used:
+                callers.append(Caller(name, path, frozenset(used)))
     return tuple(callers)
 
 
@@ -421,12 +412,14 @@ def behind(linked: Link, code: CodeUnderTest) -> Link:
         return linked
     linked_symbols = [s for s in code.symbols if s.name in linked.names]
     called = frozenset().union(*(s.uses for s in linked_symbols))
-    found = {
-        s.name
-        for s in code.symbols
-        if (s.name in called or s.uses & linked.names) and _leads_somewhere(s.name)
-    }
+    found = {s.name for s in code.symbols if s.name in called and _leads_somewhere(s.name)}
+    found |= _calling(linked, code)
     return Link(linked.names | frozenset(found - GENERIC_NAMES), True)
+
+
+def _calling(linked: Link, code: CodeUnderTest) -> set[str]:
+    """The changed definitions that refer to a linked symbol (and lead somewhere)."""
+    return {s.name for s in code.symbols if s.uses & linked.names and _leads_somewhere(s.name)}
 
 
 def _functions_and_names(
@@ -446,7 +439,7 @@ def _functions_and_names(
 
 
 def _name_of(node: ast.AST) -> str | None:
-    """The name a node uses, as :func:`names_used` reads it."""
+    """The name a node uses (a string: what it may name, if it is an identifier)."""
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Attribute):
@@ -466,8 +459,7 @@ def in_front(linked: Link, code: CodeUnderTest) -> frozenset[str]:
     nowhere."""
     if not linked.strong or not linked.names:
         return frozenset()
-    calling = {s.name for s in code.symbols if s.uses & linked.names and _leads_somewhere(s.name)}
-    called = linked.names | (calling - GENERIC_NAMES)
+    called = linked.names | (_calling(linked, code) - GENERIC_NAMES)
     found = {c.name for c in code.callers if c.uses & called and _leads_somewhere(c.name)}
     return frozenset(found - called - GENERIC_NAMES)
 

@@ -98,8 +98,8 @@ class PromiseCheck:
 
 
 # The steps that find a check, strongest evidence first (:func:`_checking_site`): a test of
-# a linked symbol, of the code behind it, of the code beside it, a test named for the
-# promise, a test of the change for the title's own promise.
+# a linked symbol, of the code behind it, of a function that calls it, of the code beside
+# it, a test named for the promise, a test of the change for the title's own promise.
 VIA_LINKED, VIA_BEHIND, VIA_CALLER, VIA_BESIDE = "linked", "behind", "caller", "beside"
 VIA_NAMED, VIA_TITLE = "named for", "title"
 # ... and, with no test's assertion, a run configuration compared with golden values (or
