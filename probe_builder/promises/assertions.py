@@ -730,11 +730,57 @@ def _call_results(function: ast.AST) -> dict[str, set[str]]:
     return found
 
 
-def _across_calls(expr: ast.AST, results: Mapping[str, set[str]]) -> bool:
+def _across_calls(
+    expr: ast.AST, results: Mapping[str, set[str]], snapshots: Mapping[str, str] | None = None
+) -> bool:
     """The assertion uses two results of one method on one receiver: a later call is
-    compared with an earlier one (what a cache or a reused state must give)."""
+    compared with an earlier one (what a cache or a reused state must give); or it compares
+    a value with a copy of it taken earlier (``free_before = pool.free`` ... ``pool.free ==
+    free_before``): the state after the calls between them with the state before."""
     callees = Counter(c for name in mentioned_names(expr) for c in results.get(name, ()))
-    return any(n >= 2 for n in callees.values())
+    if any(n >= 2 for n in callees.values()):
+        return True
+    snapshots = snapshots or {}
+    taken = {
+        snapshots[n.id] for n in ast.walk(expr) if isinstance(n, ast.Name) and n.id in snapshots
+    }
+    return bool(taken) and any(
+        ast.dump(node) in taken for node in ast.walk(expr) if not isinstance(node, ast.Name)
+    )
+
+
+# Calls that take a copy (or the size) of a value as it is now.
+SNAPSHOT_COPIES = re.compile(r"^(deepcopy|copy|clone|detach|list|dict|set|tuple|len|int|float)$")
+
+
+def _last(name: str | None) -> str:
+    return (name or "").rsplit(".", 1)[-1]
+
+
+def _snapshots(function: ast.AST) -> dict[str, str]:
+    """Names bound once from an attribute or a subscript of another object (through a copy):
+    ``{"free_before": dump of pool.free}``."""
+    bound: dict[str, list[ast.AST]] = {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Name):
+                bound.setdefault(target.id, []).append(node.value)
+    found = {}
+    for name, values in bound.items():
+        if len(values) != 1:
+            continue
+        value = values[0]
+        while isinstance(value, ast.Call) and SNAPSHOT_COPIES.match(_last(call_name(value))):
+            if isinstance(value.func, ast.Attribute) and not value.args:
+                value = value.func.value  # x.clone()
+            elif len(value.args) == 1:
+                value = value.args[0]  # copy.deepcopy(x)
+            else:
+                break
+        if isinstance(value, ast.Attribute | ast.Subscript):
+            found[name] = ast.dump(value)
+    return found
 
 
 def dependencies(
@@ -1031,6 +1077,7 @@ def _sites(
     taint = _taint(function, returned)
     depends = dependencies(function, module)
     results = _call_results(function)
+    snapshots = _snapshots(function)
     given = _given_values(function)
     sites = []
     for node, expr, error_path in _assertion_nodes(function):
@@ -1052,7 +1099,7 @@ def _sites(
                 tuple(sorted(observed)),
                 first,
                 depends_on(expr, depends),
-                _across_calls(expr, results),
+                _across_calls(expr, results, snapshots),
             )
         )
     return sites

@@ -1329,6 +1329,37 @@ def test_a_later_call_compared_with_an_earlier_one_checks_state(second, verdict)
     )
 
 
+@pytest.mark.parametrize(
+    ("taken", "asserted", "verdict"),
+    [
+        ("before = pool.free_count", "pool.free_count == before", PromiseVerdict.checked),
+        ("before = pool.slots.clone()", "torch.equal(pool.slots, before)", PromiseVerdict.checked),
+        ("before = len(pool.slots)", "len(pool.slots) == before", PromiseVerdict.checked),
+        # the copy is of another value than the one asserted
+        ("before = pool.free_count", "pool.used_count == before", PromiseVerdict.exercised),
+        # a constant named, not a value taken before the calls
+        ("before = 3", "pool.free_count == before", PromiseVerdict.exercised),
+    ],
+)
+def test_a_value_compared_with_its_copy_taken_before_the_calls_checks_state(
+    taken, asserted, verdict
+):
+    source = f"""
+    import torch
+    from pkg import SlotPool
+
+
+    def test_failed_allocation_leaves_the_pool(requests):
+        pool = SlotPool(4)
+        {taken}
+        pool.try_allocate(requests)
+        assert {asserted}
+    """
+    code = _code(source, "SlotPool")
+    quote = "SlotPool allocation is all or nothing"
+    assert _verdict(PromiseCategory.state, quote, code) is verdict
+
+
 def test_two_calls_agreeing_do_not_check_a_promised_reset():
     # A cache hit between two calls says nothing about the cache being cleared on reset.
     source = """
