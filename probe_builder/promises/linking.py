@@ -99,6 +99,25 @@ def words_of(text: str) -> frozenset[str]:
     return frozenset(parts)
 
 
+# The fewest and most words of a name whose initials are an acronym of it ("mtp" of
+# ``multi_token_prediction``, "moe" of ``MixtureOfExperts``): two letters say too little.
+INITIALISM_WORDS = (3, 5)
+
+
+def initialisms(text: str) -> frozenset[str]:
+    """The acronyms the names of ``text`` spell: the initials of every run of three to five
+    consecutive word parts of one name (``TestMultiTokenPrediction`` gives "tmt", "mtp",
+    "tmtp")."""
+    shortest, longest = INITIALISM_WORDS
+    found: set[str] = set()
+    for token in re.findall(r"[A-Za-z0-9_]+", text):
+        parts = [p for piece in token.split("_") for p in _CAMEL.findall(piece) if p.isalpha()]
+        for start in range(len(parts)):
+            for end in range(start + shortest, min(len(parts), start + longest) + 1):
+                found.add("".join(p[0] for p in parts[start:end]).lower())
+    return frozenset(found)
+
+
 def identifiers_of(text: str) -> frozenset[str]:
     """Identifier-looking tokens of a quote: snake_case, CamelCase or dotted names."""
     found = set()

@@ -71,6 +71,7 @@ from probe_builder.promises.linking import (
     concerned,
     importing_tests,
     in_front,
+    initialisms,
     link,
     name_parts,
     nearby_scripts,
@@ -391,10 +392,12 @@ def aspect_of(promise: ExtractedPromise, linked: Link) -> frozenset[str]:
 def _bears_on(site: AssertionSite, aspect: frozenset[str]) -> bool:
     """The assertion's text, its test's name or the names its value is computed from use a
     word of the promise's aspect, however inflected ("padding" in the quote, ``pad`` in the
-    test's name)."""
-    words = words_of(site.text) | words_of(site.test)
-    words |= frozenset().union(*(words_of(name) for name in site.depends_on))
-    return bool(_stems(words) & _stems(aspect))
+    test's name), or spell it as an acronym ("MTP" in the quote, ``TestMultiTokenPrediction``)."""
+    texts = (site.text, site.test, *site.depends_on)
+    words = frozenset().union(*(words_of(text) for text in texts))
+    if _stems(words) & _stems(aspect):
+        return True
+    return bool(frozenset().union(*(initialisms(text) for text in texts)) & aspect)
 
 
 def _named_for(quote_words: frozenset[str], test: TestTraits) -> bool:

@@ -14,7 +14,7 @@ from probe_builder.promises.assertions import (
     profile_test_patch,
 )
 from probe_builder.promises.extract import ExtractedPromise
-from probe_builder.promises.linking import CodeUnderTest, changed_symbol, link
+from probe_builder.promises.linking import CodeUnderTest, changed_symbol, initialisms, link
 from probe_builder.promises.verdicts import judge_promise, judge_promises
 from task_registry.types import PromiseCategory, PromiseVerdict
 from tests.probe_builder_support import make_pr
@@ -1297,6 +1297,22 @@ def test_a_mode_promise_needs_a_test_that_switches_the_mode_on(setting, verdict)
     assert _verdict(PromiseCategory.mode, "Engine pads to a CUDA graph size", code) is verdict
 
 
+@pytest.mark.parametrize(
+    ("text", "spelled", "not_spelled"),
+    [
+        ("TestMultiTokenPrediction", {"mtp", "tmt", "tmtp"}, {"tm", "tp"}),
+        ("mixture_of_experts_layer", {"moe", "moel"}, {"me"}),
+        ("gated_delta_net(x) == fp8_gdn", {"gdn"}, {"fg"}),
+    ],
+)
+def test_the_acronyms_a_name_spells_are_the_initials_of_three_to_five_of_its_words(
+    text, spelled, not_spelled
+):
+    found = initialisms(text)
+    assert spelled <= found
+    assert not not_spelled & found
+
+
 def test_a_regular_expression_compiled_in_a_test_is_not_torch_compile():
     source = (
         "import re\n\ndef test_x(m):\n    pattern = re.compile('a')\n    assert m(pattern) == 1\n"
@@ -1563,6 +1579,9 @@ def behind_code(tmp_path_factory):
             "GroupedGemmBackend adds one to each token",
             PromiseVerdict.checked,
         ),
+        # ... and an acronym of the kernel the assertion is computed from (GGK) is a word of it
+        (PromiseCategory.functional, "GroupedGemmBackend through GGK", PromiseVerdict.checked),
+        (PromiseCategory.functional, "GroupedGemmBackend through GKG", PromiseVerdict.exercised),
         # what a test asserts on by name is checked
         (PromiseCategory.functional, "permute_tokens reverses", PromiseVerdict.checked),
         (PromiseCategory.functional, "MuonConfig gains an lr", PromiseVerdict.unchecked),
