@@ -99,15 +99,15 @@ def words_of(text: str) -> frozenset[str]:
     return frozenset(parts)
 
 
-# The fewest and most words of a name whose initials are an acronym of it ("mtp" of
-# ``multi_token_prediction``, "moe" of ``MixtureOfExperts``): two letters say too little.
+# The fewest and most words of a name whose initials are an acronym of it ("moe" of
+# ``MixtureOfExperts``, "gdn" of ``gated_delta_net``): two letters say too little.
 INITIALISM_WORDS = (3, 5)
 
 
 def initialisms(text: str) -> frozenset[str]:
     """The acronyms the names of ``text`` spell: the initials of every run of three to five
-    consecutive word parts of one name (``TestMultiTokenPrediction`` gives "tmt", "mtp",
-    "tmtp")."""
+    consecutive word parts of one name (``TestMixtureOfExperts`` gives "tmo", "moe",
+    "tmoe")."""
     shortest, longest = INITIALISM_WORDS
     found: set[str] = set()
     for token in re.findall(r"[A-Za-z0-9_]+", text):

@@ -392,7 +392,7 @@ def aspect_of(promise: ExtractedPromise, linked: Link) -> frozenset[str]:
 def _bears_on(site: AssertionSite, aspect: frozenset[str]) -> bool:
     """The assertion's text, its test's name or the names its value is computed from use a
     word of the promise's aspect, however inflected ("padding" in the quote, ``pad`` in the
-    test's name), or spell it as an acronym ("MTP" in the quote, ``TestMultiTokenPrediction``)."""
+    test's name), or spell it as an acronym ("MoE" in the quote, ``TestMixtureOfExperts``)."""
     texts = (site.text, site.test, *site.depends_on)
     words = frozenset().union(*(words_of(text) for text in texts))
     if _stems(words) & _stems(aspect):

@@ -1300,7 +1300,7 @@ def test_a_mode_promise_needs_a_test_that_switches_the_mode_on(setting, verdict)
 @pytest.mark.parametrize(
     ("text", "spelled", "not_spelled"),
     [
-        ("TestMultiTokenPrediction", {"mtp", "tmt", "tmtp"}, {"tm", "tp"}),
+        ("TestMixtureOfExperts", {"moe", "tmo", "tmoe"}, {"tm", "me", "toe"}),
         ("mixture_of_experts_layer", {"moe", "moel"}, {"me"}),
         ("gated_delta_net(x) == fp8_gdn", {"gdn"}, {"fg"}),
     ],
