@@ -200,7 +200,7 @@ class AssertionSite:
     observables: tuple[Observable, ...]
     text: str  # first line of the assertion
     depends_on: frozenset[str] = frozenset()  # names its value is computed from
-    across_calls: bool = False  # compares the results of two calls of one method
+    across_calls: bool = False  # two results of one method, or a value and its earlier copy
 
 
 @dataclass(frozen=True)
