@@ -731,7 +731,7 @@ def _call_results(function: ast.AST) -> dict[str, set[str]]:
 
 
 def _across_calls(
-    expr: ast.AST, results: Mapping[str, set[str]], snapshots: Mapping[str, str] | None = None
+    expr: ast.AST, results: Mapping[str, set[str]], snapshots: Mapping[str, str]
 ) -> bool:
     """The assertion uses two results of one method on one receiver: a later call is
     compared with an earlier one (what a cache or a reused state must give); or it compares
@@ -740,7 +740,6 @@ def _across_calls(
     callees = Counter(c for name in mentioned_names(expr) for c in results.get(name, ()))
     if any(n >= 2 for n in callees.values()):
         return True
-    snapshots = snapshots or {}
     taken = {
         snapshots[n.id] for n in ast.walk(expr) if isinstance(n, ast.Name) and n.id in snapshots
     }
@@ -751,10 +750,6 @@ def _across_calls(
 
 # Calls that take a copy (or the size) of a value as it is now.
 SNAPSHOT_COPIES = re.compile(r"^(deepcopy|copy|clone|detach|list|dict|set|tuple|len|int|float)$")
-
-
-def _last(name: str | None) -> str:
-    return (name or "").rsplit(".", 1)[-1]
 
 
 def _snapshots(function: ast.AST) -> dict[str, str]:
@@ -771,7 +766,9 @@ def _snapshots(function: ast.AST) -> dict[str, str]:
         if len(values) != 1:
             continue
         value = values[0]
-        while isinstance(value, ast.Call) and SNAPSHOT_COPIES.match(_last(call_name(value))):
+        while isinstance(value, ast.Call) and SNAPSHOT_COPIES.match(
+            (call_name(value) or "").rsplit(".", 1)[-1]
+        ):
             if isinstance(value.func, ast.Attribute) and not value.args:
                 value = value.func.value  # x.clone()
             elif len(value.args) == 1:
