@@ -10,7 +10,8 @@ reads a promised flag): a PR's tests often run that code rather than the
 name its description uses. So are the functions one step in front of that
 code, anywhere in the repository outside its tests (:func:`in_front`): the
 public entry point, left alone by the patch, through which a test runs a
-fixed private helper. A test reaches a symbol when
+fixed private helper, or the method that looks a changed function up in a
+module's table of functions by key. A test reaches a symbol when
 it, or a helper of its own file that it calls, refers to the symbol's name
 (or to a linked flag's key). Non-Python files of the test patch (launch
 scripts, configs) reach a symbol by naming it, or a long part of it, on an
@@ -361,13 +362,32 @@ def _callers(
             tree = Source(path, head.read(path) or "").tree
         except UnparsableSource:
             continue
-        functions, used_at = _functions_and_names(tree, names)
+        tables = _tables(tree, names)
+        functions, used_at = _functions_and_names(tree, names | set(tables))
         for name, lines in functions:
-            used = {n for line, found in used_at.items() if line in lines for n in found}
+            found_at = {n for line, found in used_at.items() if line in lines for n in found}
+            used = {held for n in found_at for held in tables.get(n, {n})}
             used.discard(name)  # a recursive call is not a caller
             if used:
                 callers.append(Caller(name, path, frozenset(used)))
     return tuple(callers)
+
+
+def _tables(tree: ast.AST, names: set[str]) -> dict[str, frozenset[str]]:
+    """The module-level names bound to a value that holds some of ``names`` (a table of
+    functions by key, ``ESTIMATORS = {"qwen3": _estimate_qwen3}``, or a table bound to another
+    one), by the names each holds: a function that looks one up calls what it holds."""
+    tables: dict[str, frozenset[str]] = {}
+    for node in getattr(tree, "body", []):
+        if not isinstance(node, ast.Assign | ast.AnnAssign) or node.value is None:
+            continue
+        used = {name for sub in ast.walk(node.value) if (name := _name_of(sub)) is not None}
+        held = frozenset(used & names).union(*(tables[n] for n in used if n in tables))
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for target in targets:
+            if held and isinstance(target, ast.Name):
+                tables[target.id] = held | ({target.id} & names)  # the table a patch changed too
+    return tables
 
 
 def _names_identifier(symbol: ChangedSymbol, identifiers: frozenset[str]) -> bool:

@@ -2028,6 +2028,53 @@ def test_a_test_of_the_code_that_calls_a_linked_symbol_checks_it_through_that_co
     assert (check.verdict, check.via) == (verdict, via)
 
 
+TABLE_BASE = {
+    "pkg/__init__.py": "",
+    "pkg/flops.py": (
+        "def _dense_flops(n):\n    return 6 * n\n\n\n"
+        'ESTIMATORS = {{"dense": _dense_flops}}\n{table}\n\n'
+        "class Counter:\n    def estimate(self, kind, n):\n"
+        "        return {lookup}[kind](n)\n"
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("table", "lookup", "verdict"),
+    [
+        # the counter looks the new estimator up in a module's table of functions by key
+        ("", "ESTIMATORS", PromiseVerdict.checked),
+        ("ALIASES = ESTIMATORS", "ALIASES", PromiseVerdict.checked),
+        # a table that does not hold it leads nowhere: the test only uses its module
+        ('OTHERS = {"dense": abs}', "OTHERS", PromiseVerdict.exercised),
+    ],
+)
+def test_a_function_that_looks_a_changed_one_up_in_a_table_calls_it(
+    tmp_path, table, lookup, verdict
+):
+    # The PR adds an estimator and registers it in a table; its test calls the method that
+    # looks estimators up by key. A caller search that reads only calls by name finds no
+    # function in front of the new estimator, and the test reaches none of the change.
+    files = {path: text.format(table=table, lookup=lookup) for path, text in TABLE_BASE.items()}
+    change = {
+        "pkg/flops.py": files["pkg/flops.py"].replace(
+            'ESTIMATORS = {"dense": _dense_flops}',
+            "def _moe_flops(n):\n    return 2 * n\n\n\n"
+            'ESTIMATORS = {"dense": _dense_flops, "moe": _moe_flops}',
+        ),
+        "tests/test_flops.py": (
+            "from pkg.flops import Counter\n\n\n"
+            "def test_moe():\n    counter = Counter()\n"
+            '    assert counter.estimate("moe", 3) == 6\n'
+        ),
+    }
+    code = make_pr(tmp_path, files, change).code_under_test()
+    promise = ExtractedPromise(category=PromiseCategory.functional, quote="add _moe_flops")
+    check = judge_promises([promise], code)[0]
+    via = "caller" if verdict is PromiseVerdict.checked else ""
+    assert (check.verdict, check.via) == (verdict, via)
+
+
 def test_a_tree_names_the_files_that_use_a_name_as_a_word(tmp_path):
     from probe_builder.gitio import MemoryTree, files_naming
 
