@@ -14,7 +14,9 @@ have left alone, outside the tests) checks the promise on an assertion computed 
 function; a test of
 the code beside it (another change of its file, its module) that reaches none of
 the linked symbols checks a promise of any category only on such an assertion,
-computed from the changed code of that file. When the
+computed from the changed code of that file; a test of a linked symbol whose assertion
+is computed from the rest of the change (the factory that builds the promised object)
+checks a functional promise only on such an assertion too. When the
 quote names no changed symbol the link is weak: only a test named for the
 promise (its name uses several words of the quote), on an assertion computed
 from changed code, can check it; unless it is the title's functional promise,
@@ -100,13 +102,23 @@ class PromiseCheck:
 
 # The steps that find a check, strongest evidence first (:func:`_checking_site`): a test of
 # a linked symbol, of the code behind it, of a function that calls it, of the code beside
-# it, a test named for the promise, a test of the change for the title's own promise.
+# it, a test of a linked symbol asserting on the rest of the change, a test named for the
+# promise, a test of the change for the title's own promise.
 VIA_LINKED, VIA_BEHIND, VIA_CALLER, VIA_BESIDE = "linked", "behind", "caller", "beside"
-VIA_NAMED, VIA_TITLE = "named for", "title"
+VIA_CHANGE, VIA_NAMED, VIA_TITLE = "rest of the change", "named for", "title"
 # ... and, with no test's assertion, a run configuration compared with golden values (or
 # with another run, by a checker a script of its folder starts).
 VIA_GOLDEN = "golden values"
-CHECKED_VIA = (VIA_LINKED, VIA_BEHIND, VIA_CALLER, VIA_BESIDE, VIA_NAMED, VIA_TITLE, VIA_GOLDEN)
+CHECKED_VIA = (
+    VIA_LINKED,
+    VIA_BEHIND,
+    VIA_CALLER,
+    VIA_BESIDE,
+    VIA_CHANGE,
+    VIA_NAMED,
+    VIA_TITLE,
+    VIA_GOLDEN,
+)
 # What a run compared with recorded outputs (tokens, log-probs, losses) checks: the result
 # under the promised flag; not memory, time or traffic, which such a comparison leaves to
 # its tolerance, if it records them at all.
@@ -511,16 +523,21 @@ def _checking_site(
        from the changed code of that file which bears on what the quote says beyond the
        linked names, whatever the promise's category: the test may not run the promised
        code, so only an assertion on the promise's own words speaks for it.
-    5. A test named for the promise (for a state promise, also a test that saves and then
+    5. A test reaching a linked symbol, on an assertion computed from any other changed code
+       (the factory that builds the promised object, the function its result goes through)
+       which, for a functional promise, bears on what the quote says beyond the linked
+       names: the test runs the promised code and asserts on what the change makes of it.
+    6. A test named for the promise (for a state promise, also a test that saves and then
        loads the changed code), on an assertion computed from any changed code: the only
        check a promise that names no changed symbol (a weak link) can have ...
-    6. ... but for the title's own functional promise ("MTP inference fixes", a squash
+    7. ... but for the title's own functional promise ("MTP inference fixes", a squash
        commit's subject): it speaks for the whole change, so a test reaching the changed
        code checks it on an assertion computed from that code which bears on a word of the
        title (its text, its test's name or the names it is computed from).
 
     The test, the assertion and the step (``CHECKED_VIA``) that found it.
     """
+    changed = frozenset(s.name for s in code.symbols)
     if linked.strong:
         found = _check_in(promise, reached.tests, _sites_for(promise, code, linked.names, None))
         if found is not None:
@@ -539,7 +556,10 @@ def _checking_site(
         found = _check_beside(promise, code, linked, reached)
         if found is not None:
             return (*found, VIA_BESIDE)
-    changed = frozenset(s.name for s in code.symbols)
+        on_change = _sites_for(promise, code, changed, aspect_of(promise, linked))
+        found = _check_in(promise, reached.tests, on_change)
+        if found is not None:
+            return (*found, VIA_CHANGE)
     quote_words = words_of(promise.quote)
     named_for = [t for t in code.profile.tests if _named_for(quote_words, t)]
     if promise.category is PromiseCategory.state:

@@ -1066,6 +1066,7 @@ def test_verdict_bench_judges_the_labelled_promises_at_the_merge_commit(tmp_path
         "behind": (0, 0),
         "caller": (0, 0),
         "beside": (0, 0),
+        "rest of the change": (0, 0),
         "named for": (0, 0),
         "title": (0, 0),
         "golden values": (0, 0),
@@ -1591,6 +1592,44 @@ def test_a_test_of_the_code_behind_checks_the_promise_only_on_what_the_quote_say
     behind_code, category, quote, verdict
 ):
     assert _verdict(category, quote, behind_code) is verdict
+
+
+REST_OF_CHANGE_TEST = """
+from pkg.workers import FusedWorker, make_group
+
+
+def test_group_size():
+    FusedWorker.register("actor")
+    group = make_group(2)
+    assert group.size == 2
+"""
+
+
+@pytest.mark.parametrize(
+    ("quote", "changed", "verdict"),
+    [
+        # the test runs the promised class and asserts on what another changed function
+        # makes, which the quote speaks of ("group")
+        ("FusedWorker binds workers into a group", ("FusedWorker", "make_group"), "checked"),
+        # ... which says nothing of what this quote promises
+        ("FusedWorker runs on two devices", ("FusedWorker", "make_group"), "exercised"),
+        # ... and code the patch left alone is not the change
+        ("FusedWorker binds workers into a group", ("FusedWorker",), "exercised"),
+    ],
+)
+def test_a_test_of_a_linked_symbol_checks_it_on_what_the_rest_of_the_change_makes(
+    quote, changed, verdict
+):
+    # The assertion is computed from make_group, not from the linked FusedWorker: a verdict
+    # that reads only assertions on linked names says exercised for the first row; one that
+    # takes any assertion on the change says checked for the second.
+    code = _code(REST_OF_CHANGE_TEST, *changed)
+    promise = ExtractedPromise(category=PromiseCategory.functional, quote=quote)
+    (check,) = judge_promises([promise], code)
+    assert (check.verdict, check.via) == (
+        PromiseVerdict(verdict),
+        "rest of the change" if verdict == "checked" else "",
+    )
 
 
 def test_each_check_says_the_step_that_found_it(behind_code):
