@@ -430,7 +430,9 @@ def link(quote: str, code: CodeUnderTest) -> Link:
         return Link(frozenset(named), True)
     words = words_of(quote)
     linkable = [s for s in code.symbols if not FLAG_DECLARATIONS.match(s.name)]
-    scores = {s.name: _coverage(s, words) for s in linkable}
+    scores: dict[str, float] = {}
+    for symbol in linkable:  # a name two definitions share scores as the better of them
+        scores[symbol.name] = max(scores.get(symbol.name, 0.0), _coverage(symbol, words))
     best = max(scores.values(), default=0.0)
     if best >= MIN_COVERAGE:
         return Link(frozenset(n for n, v in scores.items() if v == best), True)

@@ -605,6 +605,19 @@ def test_a_function_declaring_flags_is_linked_only_when_named(quote, linked):
     assert link(quote, code).names == linked
 
 
+@pytest.mark.parametrize("field_first", [True, False])
+def test_a_name_two_definitions_share_links_by_the_better_of_them(field_first):
+    # fused_norm_kernel is both a new function, whose name is all the quote says, and a field
+    # of a config class, whose words dilute it as much as the flag's prefix dilutes
+    # ddp_fused_norm_kernel. Scored by whichever definition comes last, the function's name
+    # ties with the flag's, and the promise is judged on the flag's tests too.
+    definitions = ["kernels.fused_norm_kernel", "NormalizationConfig.fused_norm_kernel"]
+    if field_first:
+        definitions.reverse()
+    code = _code(ALLCLOSE_TEST, *definitions, "ddp_fused_norm_kernel")
+    assert link("fused norm kernel", code).names == {"fused_norm_kernel"}
+
+
 def test_a_docstring_links_a_promise_that_does_not_name_the_function():
     code = _code(
         ALLCLOSE_TEST,
