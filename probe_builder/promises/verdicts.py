@@ -105,7 +105,7 @@ class PromiseCheck:
 # it, a test of a linked symbol asserting on the rest of the change, a test named for the
 # promise, a test of the change for the title's own promise.
 VIA_LINKED, VIA_BEHIND, VIA_CALLER, VIA_BESIDE = "linked", "behind", "caller", "beside"
-VIA_CHANGE, VIA_NAMED, VIA_TITLE = "rest of the change", "named for", "title"
+VIA_CHANGE, VIA_NAMED, VIA_TITLE = "other changes", "named for", "title"
 # ... and, with no test's assertion, a run configuration compared with golden values (or
 # with another run, by a checker a script of its folder starts).
 VIA_GOLDEN = "golden values"

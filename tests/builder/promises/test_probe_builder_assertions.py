@@ -1079,7 +1079,7 @@ def test_verdict_bench_judges_the_labelled_promises_at_the_merge_commit(tmp_path
         "behind": (0, 0),
         "caller": (0, 0),
         "beside": (0, 0),
-        "rest of the change": (0, 0),
+        "other changes": (0, 0),
         "named for": (0, 0),
         "title": (0, 0),
         "golden values": (0, 0),
@@ -1641,7 +1641,7 @@ def test_a_test_of_a_linked_symbol_checks_it_on_what_the_rest_of_the_change_make
     (check,) = judge_promises([promise], code)
     assert (check.verdict, check.via) == (
         PromiseVerdict(verdict),
-        "rest of the change" if verdict == "checked" else "",
+        "other changes" if verdict == "checked" else "",
     )
 
 
