@@ -903,7 +903,8 @@ def profile_source(
 
     A test is a function named ``test*``, any other function on an added line that asserts
     (a check run from a script), or any function a test module adds (a script's ``main``);
-    a helper of the file it calls counts as part of it.
+    a helper of the file it calls counts as part of it, with every assertion of that helper
+    whether or not the patch changed it.
     """
     source = Source(path, text)
     added = None if added_lines is None else set(added_lines)
@@ -930,6 +931,15 @@ def profile_source(
             continue
         touched.append((definition.qualname, definition.node))
         sites.extend(_sites(source, definition.qualname, definition.node, added, module, returned))
+    # A helper a new or changed test calls asserts on what the test gives it, changed or not:
+    # a case added to a test that runs an existing checker is checked by that checker.
+    done = {qualname for qualname, _ in touched}
+    kept = {h for qualname, node in touched for h in _helpers_called(node, functions, qualname)}
+    for definition in definitions:
+        helper = {definition.qualname, definition.node.name}
+        if skipped_module or definition.qualname in done or not helper & kept:
+            continue
+        sites.extend(_sites(source, definition.qualname, definition.node, None, module, returned))
     asserting = {s.test for s in sites}
     called = {h for _, node in touched for h in _helpers_called(node, functions, "")}
     tests = []

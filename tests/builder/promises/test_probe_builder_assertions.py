@@ -2127,6 +2127,59 @@ def test_a_function_that_looks_a_changed_one_up_in_a_table_calls_it(
     assert (check.verdict, check.via) == (verdict, via)
 
 
+CHECKER_TEST = """
+import pytest
+from pkg.dispatch import dispatch
+
+
+def _check_restored(backend, tokens):
+    restored = dispatch(backend, tokens)
+    assert {checked} == tokens
+
+
+@pytest.mark.parametrize("backend", [{backends}])
+def test_dispatch_round_trip(backend):
+    _check_restored(backend, [1, 2, 3])
+"""
+
+
+@pytest.mark.parametrize(
+    ("checked", "verdict"),
+    [
+        # the checker the test has always called asserts on what the new backend returns
+        ("restored", PromiseVerdict.checked),
+        # ... or on something else: the new case runs the backend and checks nothing of it
+        ("[1, 2, 3]", PromiseVerdict.exercised),
+    ],
+)
+def test_a_case_added_to_a_test_is_checked_by_the_unchanged_checker_it_calls(
+    tmp_path, checked, verdict
+):
+    # The PR adds a backend and one case to the test's parameters; the helper that asserts
+    # is left alone. A profile of added lines alone finds no assertion for the new case and
+    # says exercised for the first row.
+    base = {
+        "pkg/__init__.py": "",
+        "pkg/dispatch.py": "def dispatch(backend, tokens):\n    return tokens\n",
+        "tests/test_dispatch.py": CHECKER_TEST.format(checked=checked, backends='"deepep"'),
+    }
+    change = {
+        "pkg/dispatch.py": (
+            "def _hybrid_ep(tokens):\n    return list(tokens)\n\n\n"
+            "def dispatch(backend, tokens):\n"
+            '    return _hybrid_ep(tokens) if backend == "hybridep" else tokens\n'
+        ),
+        "tests/test_dispatch.py": CHECKER_TEST.format(
+            checked=checked, backends='"deepep", "hybridep"'
+        ),
+    }
+    code = make_pr(tmp_path, base, change).code_under_test()
+    promise = ExtractedPromise(
+        category=PromiseCategory.functional, quote="dispatch through the hybridep backend"
+    )
+    assert judge_promises([promise], code)[0].verdict is verdict
+
+
 def test_a_tree_names_the_files_that_use_a_name_as_a_word(tmp_path):
     from probe_builder.gitio import MemoryTree, files_naming
 
