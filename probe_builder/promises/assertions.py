@@ -934,7 +934,8 @@ def profile_source(
     # A helper a new or changed test calls asserts on what the test gives it, changed or not:
     # a case added to a test that runs an existing checker is checked by that checker.
     done = {qualname for qualname, _ in touched}
-    kept = {h for qualname, node in touched for h in _helpers_called(node, functions, qualname)}
+    helpers_of = [_helpers_called(node, functions, qualname) for qualname, node in touched]
+    kept = frozenset().union(*helpers_of)
     for definition in definitions:
         helper = {definition.qualname, definition.node.name}
         if skipped_module or definition.qualname in done or not helper & kept:
@@ -943,12 +944,11 @@ def profile_source(
     asserting = {s.test for s in sites}
     called = {h for _, node in touched for h in _helpers_called(node, functions, "")}
     tests = []
-    for qualname, node in touched:
+    for (qualname, node), helpers in zip(touched, helpers_of, strict=True):
         name = qualname.rsplit(".", 1)[-1]
         entry = is_pytest_module(path) and not {qualname, name} & called and not FIXTURE.match(name)
         if not (name.startswith("test") or qualname in asserting or entry):
             continue
-        helpers = _helpers_called(node, functions, qualname)
         own = _traits(path, qualname, node, helpers, module, imports, bases)
         used = [
             _traits(path, h, functions[h], frozenset(), module, imports, bases)

@@ -373,12 +373,12 @@ def _callers(
     return tuple(callers)
 
 
-def _tables(tree: ast.AST, names: set[str]) -> dict[str, frozenset[str]]:
+def _tables(tree: ast.Module, names: set[str]) -> dict[str, frozenset[str]]:
     """The module-level names bound to a value that holds some of ``names`` (a table of
     functions by key, ``ESTIMATORS = {"qwen3": _estimate_qwen3}``, or a table bound to another
     one), by the names each holds: a function that looks one up calls what it holds."""
     tables: dict[str, frozenset[str]] = {}
-    for node in getattr(tree, "body", []):
+    for node in tree.body:
         if not isinstance(node, ast.Assign | ast.AnnAssign) or node.value is None:
             continue
         used = {name for sub in ast.walk(node.value) if (name := _name_of(sub)) is not None}

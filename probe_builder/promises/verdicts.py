@@ -542,8 +542,8 @@ def _checking_site(
         found = _check_in(promise, reached.tests, _sites_for(promise, code, linked.names, None))
         if found is not None:
             return (*found, VIA_LINKED)
+        aspect = aspect_of(promise, linked)
         if reached.behind.names != linked.names:
-            aspect = aspect_of(promise, linked)
             on_behind = _sites_for(promise, code, reached.behind.names, aspect)
             found = _check_in(promise, reached.behind_tests, on_behind)
             if found is not None:
@@ -556,7 +556,7 @@ def _checking_site(
         found = _check_beside(promise, code, linked, reached)
         if found is not None:
             return (*found, VIA_BESIDE)
-        on_change = _sites_for(promise, code, changed, aspect_of(promise, linked))
+        on_change = _sites_for(promise, code, changed, aspect)
         found = _check_in(promise, reached.tests, on_change)
         if found is not None:
             return (*found, VIA_CHANGE)
