@@ -20,13 +20,14 @@ from __future__ import annotations
 import ast
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from probe_builder.gitio import TreeReader
 from probe_builder.material.diffs import FileDiff
 from probe_builder.material.pysource import (
+    ImportBinding,
     Source,
     UnparsableSource,
     call_name,
@@ -896,32 +897,141 @@ def _merged(traits: TestTraits, helpers: Sequence[TestTraits]) -> TestTraits:
     )
 
 
+@dataclass(frozen=True)
+class ImportedHelper:
+    """A function of another test file that a test imports and calls: every assertion of it
+    and of the helpers of its own file it calls, changed or not, and what it refers to."""
+
+    sites: tuple[AssertionSite, ...]
+    traits: TestTraits
+
+
+# The helper a name imported into a test file stands for: (the importing file's path, the
+# dotted name the import binds, a relative import's leading dots kept); None for anything
+# that is not a function of another test file of the tree.
+HelperLookup = Callable[[str, str], ImportedHelper | None]
+
+
+def _module_functions(tree: ast.Module) -> dict[str, ast.AST]:
+    """A file's functions and methods by qualified name, and by bare name where that is
+    free; nested functions are read with the function that encloses them."""
+    functions: dict[str, ast.AST] = {}
+    for definition in iter_definitions(tree):
+        if definition.is_function and all(isinstance(p, ast.ClassDef) for p in definition.parents):
+            functions[definition.qualname] = definition.node
+            functions.setdefault(definition.node.name, definition.node)
+    return functions
+
+
+def imported_helper(source: Source, name: str) -> ImportedHelper | None:
+    """The module-level function ``name`` of ``source`` as a checker another file imports;
+    None when the file defines no such function, or when it asserts nothing (a builder a
+    folder's tests share sets up; what the test reaches through it stays unknown)."""
+    function = next(
+        (
+            s
+            for s in source.tree.body
+            if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) and s.name == name
+        ),
+        None,
+    )
+    if function is None:
+        return None
+    module = module_dependencies(source.tree)
+    imports = imported_modules(source.tree)
+    functions = _module_functions(source.tree)
+    returned = returned_observables(functions)
+    helpers = _helpers_called(function, functions, name)
+    sites = _sites(source, name, function, None, module, returned)
+    for helper in sorted(helpers):
+        sites += _sites(source, helper, functions[helper], None, module, returned)
+    if not sites:
+        return None
+    own = _traits(source.path, name, function, helpers, module, imports)
+    used = [_traits(source.path, h, functions[h], frozenset(), module, imports) for h in helpers]
+    return ImportedHelper(
+        tuple(_through_helpers(sites, functions, module)), _merged(own, sorted(used, key=_by_name))
+    )
+
+
+def _by_name(traits: TestTraits) -> str:
+    return traits.name
+
+
+def _imported_calls(
+    path: str,
+    qualname: str,
+    callers: Sequence[ast.AST],
+    bindings: Mapping[str, ImportBinding],
+    imported: HelperLookup,
+    module: dict[str, set[str]],
+) -> tuple[list[TestTraits], list[AssertionSite]]:
+    """The helpers of other test files a test calls (itself or through a helper of its own
+    file, ``callers``), and their assertions seen from the test's last few calls to each, as
+    :func:`through_calls` sees a helper of the test's own file: at the call's line, computed
+    from what the call passes too."""
+    calls: dict[str, list[tuple[ast.Call, ast.AST, str]]] = {}
+    for function in callers:
+        for node in ast.walk(function):
+            name = call_name(node) if isinstance(node, ast.Call) else None
+            first, _, rest = (name or "").partition(".")
+            binding = bindings.get(first)
+            if binding is None or not isinstance(node, ast.Call):
+                continue
+            target = ".".join(part for part in (binding.target, rest) if part)
+            calls.setdefault(target, []).append((node, function, name or ""))
+    traits: list[TestTraits] = []
+    views: list[AssertionSite] = []
+    for target, made in calls.items():
+        helper = imported(path, target)
+        if helper is None:
+            continue
+        traits.append(helper.traits)
+        for call, function, name in sorted(made, key=lambda c: c[0].lineno)[-CALLS_SEEN:]:
+            values = [*call.args, *(k.value for k in call.keywords)]
+            passed = depends_on(ast.Tuple(elts=values), dependencies(function, module))
+            views += [
+                replace(
+                    site,
+                    path=path,
+                    line=call.lineno,
+                    test=qualname,
+                    text=f"{name}(...): {site.text}",
+                    depends_on=site.depends_on | passed,
+                )
+                for site in helper.sites
+            ]
+    return traits, views
+
+
 def profile_source(
-    path: str, text: str, added_lines: Iterable[int] | None = None
+    path: str,
+    text: str,
+    added_lines: Iterable[int] | None = None,
+    imported: HelperLookup | None = None,
 ) -> AssertionProfile:
     """Profile one test file; ``added_lines`` None means every line is new.
 
     A test is a function named ``test*``, any other function on an added line that asserts
     (a check run from a script), or any function a test module adds (a script's ``main``);
     a helper of the file it calls counts as part of it, with every assertion of that helper
-    whether or not the patch changed it.
+    whether or not the patch changed it. With ``imported``, so does a function of another
+    test file it imports and calls (a checker a folder's tests share).
     """
     source = Source(path, text)
     added = None if added_lines is None else set(added_lines)
     module = module_dependencies(source.tree)
     imports = imported_modules(source.tree)
     bases = class_bases(source.tree)
+    bindings = {b.name: b for b in import_bindings(source.tree)}
     sites: list[AssertionSite] = []
-    functions: dict[str, ast.AST] = {}
     touched: list[tuple[str, ast.AST]] = []
     definitions = [
         d
         for d in iter_definitions(source.tree)
         if d.is_function and all(isinstance(p, ast.ClassDef) for p in d.parents)
     ]  # nested helpers are profiled with their enclosing function
-    for definition in definitions:
-        functions[definition.qualname] = definition.node
-        functions.setdefault(definition.node.name, definition.node)
+    functions = _module_functions(source.tree)
     returned = returned_observables(functions)
     skipped_module = _skips_always(source.tree)
     for definition in definitions:
@@ -944,6 +1054,7 @@ def profile_source(
     asserting = {s.test for s in sites}
     called = {h for _, node in touched for h in _helpers_called(node, functions, "")}
     tests = []
+    foreign: list[AssertionSite] = []
     for (qualname, node), helpers in zip(touched, helpers_of, strict=True):
         name = qualname.rsplit(".", 1)[-1]
         entry = is_pytest_module(path) and not {qualname, name} & called and not FIXTURE.match(name)
@@ -954,6 +1065,11 @@ def profile_source(
             _traits(path, h, functions[h], frozenset(), module, imports, bases)
             for h in sorted(helpers)
         ]
+        if imported is not None:
+            callers = [node, *(functions[h] for h in sorted(helpers))]
+            elsewhere, seen = _imported_calls(path, qualname, callers, bindings, imported, module)
+            used += elsewhere
+            foreign += seen
         tests.append(_merged(own, used))
     sites = _through_helpers(sites, functions, module)
     names = {t.name for t in tests}
@@ -963,7 +1079,7 @@ def profile_source(
         if qualname in names
         for view in through_calls(qualname, node, sites, functions, module)
     ]
-    return AssertionProfile(tuple(sites), tuple(tests), called=tuple(views))
+    return AssertionProfile(tuple(sites), tuple(tests), called=(*views, *foreign))
 
 
 def _skips_always(node: ast.AST) -> bool:
@@ -1112,8 +1228,11 @@ def _sites(
     return sites
 
 
-def profile_test_patch(test_files: Sequence[FileDiff], *, head: TreeReader) -> AssertionProfile:
-    """Profile the added assertions of every Python file of a PR's test patch."""
+def profile_test_patch(
+    test_files: Sequence[FileDiff], *, head: TreeReader, imported: HelperLookup | None = None
+) -> AssertionProfile:
+    """Profile the added assertions of every Python file of a PR's test patch (with
+    ``imported``, the helpers of other test files its tests call)."""
     sites: list[AssertionSite] = []
     tests: list[TestTraits] = []
     called: list[AssertionSite] = []
@@ -1123,7 +1242,8 @@ def profile_test_patch(test_files: Sequence[FileDiff], *, head: TreeReader) -> A
         if text is None:
             continue
         try:
-            profile = profile_source(file.path, text, None if file.is_new else file.added_lines())
+            added = None if file.is_new else file.added_lines()
+            profile = profile_source(file.path, text, added, imported)
         except UnparsableSource:
             unparsed.append(file.path)
             continue

@@ -12,8 +12,9 @@ code, anywhere in the repository outside its tests (:func:`in_front`): the
 public entry point, left alone by the patch, through which a test runs a
 fixed private helper, or the method that looks a changed function up in a
 module's table of functions by key. A test reaches a symbol when
-it, or a helper of its own file that it calls, refers to the symbol's name
-(or to a linked flag's key). Non-Python files of the test patch (launch
+it, or a helper of its own file that it calls, or a checker it imports from
+another test file (:mod:`probe_builder.promises.shared_helpers`), refers to the
+symbol's name (or to a linked flag's key). Non-Python files of the test patch (launch
 scripts, configs) reach a symbol by naming it, or a long part of it, on an
 added line: they run the code but assert nothing. A launch script also runs every
 file of the repository the program it starts imports, at any depth
@@ -47,6 +48,7 @@ from probe_builder.promises.assertions import (
     profile_test_patch,
 )
 from probe_builder.promises.launches import ProgramReader, folder_of
+from probe_builder.promises.shared_helpers import TestHelpers
 from probewatch.testfiles import TestFiles
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
@@ -327,7 +329,8 @@ def code_under_test(
 ) -> CodeUnderTest:
     """Profile of the test patch, the changed symbols and flags, the test scripts, and the
     functions outside the tests (``test_files``: the default globs) that call changed code."""
-    profile = profile_test_patch(split.test_files, head=head)
+    tests = test_files or TestFiles()
+    profile = profile_test_patch(split.test_files, head=head, imported=TestHelpers(head, tests))
     symbols = [s for f in split.golden_python for s in _changed_definitions(f, head)]
     symbols += [
         changed_symbol(s.qualname, None, s.path) for s in contract.symbols if s.kind == "constant"
@@ -335,7 +338,7 @@ def code_under_test(
     symbols += [
         changed_symbol(f.name.lstrip("-").replace("-", "_"), f.help, f.path) for f in contract.flags
     ]
-    callers = _callers(symbols, head, test_files or TestFiles())
+    callers = _callers(symbols, head, tests)
     return CodeUnderTest(profile, tuple(symbols), _scripts(split.test_files, head), callers)
 
 

@@ -2226,3 +2226,104 @@ def test_a_test_runs_a_linked_symbol_through_the_changed_code_that_calls_it_and_
     )
     check = judge_promises([promise], code)[0]
     assert (check.verdict, check.via) == (PromiseVerdict.checked, "caller")
+
+
+SHARED_CHECKER = """
+from pkg.dispatch import dispatch
+
+
+def check_round_trip(backend, tokens):
+    restored = dispatch(backend, tokens)
+    assert {checked} == tokens
+"""
+
+IMPORTING_TEST = """
+{imports}
+
+
+def test_dispatch_round_trip():
+    {call}("hybridep", [1, 2, 3])
+"""
+
+
+@pytest.mark.parametrize(
+    ("imports", "call", "folder_is_package", "checked", "verdict"),
+    [
+        # the checker a test folder shares asserts on what the new backend returns, by
+        # whichever import the test takes it
+        ("from tests.checks import check_round_trip", "check_round_trip", True, "restored", 1),
+        ("from .checks import check_round_trip", "check_round_trip", True, "restored", 1),
+        ("from checks import check_round_trip", "check_round_trip", False, "restored", 1),
+        ("from tests import checks", "checks.check_round_trip", True, "restored", 1),
+        # ... or on a constant: the test runs the backend and checks nothing of it
+        ("from tests.checks import check_round_trip", "check_round_trip", True, "[1, 2, 3]", 0),
+    ],
+)
+def test_a_test_is_checked_by_the_checker_it_imports_from_another_test_file(
+    tmp_path, imports, call, folder_is_package, checked, verdict
+):
+    # The test names nothing of the change; only the shared checker, left alone by the
+    # PR, runs the dispatcher and asserts. Read file by file, the test neither reaches
+    # the changed code nor asserts.
+    base = {
+        "pkg/__init__.py": "",
+        "pkg/dispatch.py": "def dispatch(backend, tokens):\n    return tokens\n",
+        "tests/checks.py": SHARED_CHECKER.format(checked=checked),
+        **({"tests/__init__.py": ""} if folder_is_package else {}),
+    }
+    change = {
+        "pkg/dispatch.py": (
+            "def _hybrid_ep(tokens):\n    return list(tokens)\n\n\n"
+            "def dispatch(backend, tokens):\n"
+            '    return _hybrid_ep(tokens) if backend == "hybridep" else tokens\n'
+        ),
+        "tests/test_dispatch.py": IMPORTING_TEST.format(imports=imports, call=call),
+    }
+    code = make_pr(tmp_path, base, change).code_under_test()
+    promise = ExtractedPromise(
+        category=PromiseCategory.functional, quote="dispatch through the hybridep backend"
+    )
+    said = judge_promises([promise], code)[0]
+    expected = PromiseVerdict.checked if verdict else PromiseVerdict.exercised
+    assert said.verdict is expected, said.evidence
+    assert [t.name for t in code.profile.tests] == ["test_dispatch_round_trip"]
+
+
+def test_a_function_of_the_library_a_test_imports_is_not_its_checker(tmp_path):
+    # The same checker, but in the package under test: it is code the test runs, and its
+    # assertion is the library's, not the test's.
+    base = {
+        "pkg/__init__.py": "",
+        "pkg/dispatch.py": "def dispatch(backend, tokens):\n    return tokens\n",
+        "pkg/checks.py": SHARED_CHECKER.format(checked="restored"),
+    }
+    change = {
+        "pkg/dispatch.py": (
+            "def _hybrid_ep(tokens):\n    return list(tokens)\n\n\n"
+            "def dispatch(backend, tokens):\n"
+            '    return _hybrid_ep(tokens) if backend == "hybridep" else tokens\n'
+        ),
+        "tests/test_dispatch.py": IMPORTING_TEST.format(
+            imports="from pkg.checks import check_round_trip", call="check_round_trip"
+        ),
+    }
+    code = make_pr(tmp_path, base, change).code_under_test()
+    assert code.profile.called == ()
+    promise = ExtractedPromise(
+        category=PromiseCategory.functional, quote="dispatch through the hybridep backend"
+    )
+    assert judge_promises([promise], code)[0].verdict is not PromiseVerdict.checked
+
+
+def test_a_shared_helper_that_asserts_nothing_is_no_checker():
+    from probe_builder.material.pysource import Source
+    from probe_builder.promises.assertions import imported_helper
+
+    text = "def build(x):\n    return make(x)\n\n\ndef check(x):\n    assert build(x) == 1\n"
+    source = Source("tests/utils.py", text)
+    assert imported_helper(source, "build") is None  # a builder: it sets up, checks nothing
+    assert imported_helper(source, "missing") is None
+    checker = imported_helper(source, "check")
+    assert checker is not None
+    assert [s.text for s in checker.sites] == ["assert build(x) == 1"]
+    assert "make" in checker.traits.references  # what it calls through its file's helpers
