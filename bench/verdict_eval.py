@@ -9,8 +9,9 @@ test globs, the test patch profiled and the contract read, as
 judged; nothing runs. Printed: agreement overall and per category; how often
 ``checked`` is said and how often it is right, overall and by the step that found
 the check (a test of a linked symbol, of the code behind it, of a function that calls
-it, a test named for the promise, a test of the change for the title's own promise:
-counts only, so the holdout's may be printed); and the report's claim, "not
+it, of the code beside it, of a linked symbol on other changed code, a test named for
+the promise, a test of the change for the title's own promise, a run compared with
+golden values: counts only, so the holdout's may be printed); and the report's claim, "not
 checked" (exercised or unchecked) for resource, state and mode promises, as
 precision and recall against the labels; then the same per repository, when
 several have a mirror.
