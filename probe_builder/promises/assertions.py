@@ -27,6 +27,7 @@ from enum import StrEnum
 from probe_builder.gitio import TreeReader
 from probe_builder.material.diffs import FileDiff
 from probe_builder.material.pysource import (
+    Definition,
     ImportBinding,
     Source,
     UnparsableSource,
@@ -912,14 +913,22 @@ class ImportedHelper:
 HelperLookup = Callable[[str, str], ImportedHelper | None]
 
 
-def _module_functions(tree: ast.Module) -> dict[str, ast.AST]:
-    """A file's functions and methods by qualified name, and by bare name where that is
-    free; nested functions are read with the function that encloses them."""
+def _function_definitions(tree: ast.Module) -> list[Definition]:
+    """A file's functions and methods; nested functions are read with the function that
+    encloses them."""
+    return [
+        d
+        for d in iter_definitions(tree)
+        if d.is_function and all(isinstance(p, ast.ClassDef) for p in d.parents)
+    ]
+
+
+def _by_name(definitions: Iterable[Definition]) -> dict[str, ast.AST]:
+    """Functions by qualified name, and by bare name where that is free."""
     functions: dict[str, ast.AST] = {}
-    for definition in iter_definitions(tree):
-        if definition.is_function and all(isinstance(p, ast.ClassDef) for p in definition.parents):
-            functions[definition.qualname] = definition.node
-            functions.setdefault(definition.node.name, definition.node)
+    for definition in definitions:
+        functions[definition.qualname] = definition.node
+        functions.setdefault(definition.node.name, definition.node)
     return functions
 
 
@@ -939,7 +948,7 @@ def imported_helper(source: Source, name: str) -> ImportedHelper | None:
         return None
     module = module_dependencies(source.tree)
     imports = imported_modules(source.tree)
-    functions = _module_functions(source.tree)
+    functions = _by_name(_function_definitions(source.tree))
     returned = returned_observables(functions)
     helpers = _helpers_called(function, functions, name)
     sites = _sites(source, name, function, None, module, returned)
@@ -948,14 +957,10 @@ def imported_helper(source: Source, name: str) -> ImportedHelper | None:
     if not sites:
         return None
     own = _traits(source.path, name, function, helpers, module, imports)
-    used = [_traits(source.path, h, functions[h], frozenset(), module, imports) for h in helpers]
-    return ImportedHelper(
-        tuple(_through_helpers(sites, functions, module)), _merged(own, sorted(used, key=_by_name))
-    )
-
-
-def _by_name(traits: TestTraits) -> str:
-    return traits.name
+    used = [
+        _traits(source.path, h, functions[h], frozenset(), module, imports) for h in sorted(helpers)
+    ]
+    return ImportedHelper(tuple(_through_helpers(sites, functions, module)), _merged(own, used))
 
 
 def _imported_calls(
@@ -970,16 +975,18 @@ def _imported_calls(
     file, ``callers``), and their assertions seen from the test's last few calls to each, as
     :func:`through_calls` sees a helper of the test's own file: at the call's line, computed
     from what the call passes too."""
-    calls: dict[str, list[tuple[ast.Call, ast.AST, str]]] = {}
-    for function in callers:
+    calls: dict[str, list[tuple[ast.Call, int, str]]] = {}
+    for index, function in enumerate(callers):
         for node in ast.walk(function):
             name = call_name(node) if isinstance(node, ast.Call) else None
-            first, _, rest = (name or "").partition(".")
-            binding = bindings.get(first)
-            if binding is None or not isinstance(node, ast.Call):
+            if not name or not isinstance(node, ast.Call):
                 continue
-            target = ".".join(part for part in (binding.target, rest) if part)
-            calls.setdefault(target, []).append((node, function, name or ""))
+            first, _, rest = name.partition(".")
+            binding = bindings.get(first)
+            if binding is not None:
+                target = ".".join(part for part in (binding.target, rest) if part)
+                calls.setdefault(target, []).append((node, index, name))
+    depends: dict[int, dict[str, set[str]]] = {}  # each calling function's, computed once
     traits: list[TestTraits] = []
     views: list[AssertionSite] = []
     for target, made in calls.items():
@@ -987,9 +994,11 @@ def _imported_calls(
         if helper is None:
             continue
         traits.append(helper.traits)
-        for call, function, name in sorted(made, key=lambda c: c[0].lineno)[-CALLS_SEEN:]:
+        for call, index, name in sorted(made, key=lambda c: c[0].lineno)[-CALLS_SEEN:]:
+            if index not in depends:
+                depends[index] = dependencies(callers[index], module)
             values = [*call.args, *(k.value for k in call.keywords)]
-            passed = depends_on(ast.Tuple(elts=values), dependencies(function, module))
+            passed = depends_on(ast.Tuple(elts=values), depends[index])
             views += [
                 replace(
                     site,
@@ -1026,12 +1035,8 @@ def profile_source(
     bindings = {b.name: b for b in import_bindings(source.tree)}
     sites: list[AssertionSite] = []
     touched: list[tuple[str, ast.AST]] = []
-    definitions = [
-        d
-        for d in iter_definitions(source.tree)
-        if d.is_function and all(isinstance(p, ast.ClassDef) for p in d.parents)
-    ]  # nested helpers are profiled with their enclosing function
-    functions = _module_functions(source.tree)
+    definitions = _function_definitions(source.tree)
+    functions = _by_name(definitions)
     returned = returned_observables(functions)
     skipped_module = _skips_always(source.tree)
     for definition in definitions:
