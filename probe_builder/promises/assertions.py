@@ -11,8 +11,9 @@ Per test function the profile also records whether it drives one object
 through repeated calls and a reset (state), and whether it captures, replays
 or compiles, or switches such an option on (mode); a test reaches what it names
 in code, in an import-path string, or through a subclass its file defines, and
-an assertion depends on what a wrapper installed on an object, or a call made
-for its effect, did to that object. The tables of API names are data.
+an assertion depends on what a wrapper installed on an object, or a call given it
+(for its effect, or writing into it through the handle it returns), did to that
+object. The tables of API names are data.
 """
 
 from __future__ import annotations
@@ -613,7 +614,8 @@ def mentioned_names(expr: ast.AST) -> set[str]:
 def _bindings(function: ast.AST) -> list[tuple[set[str], ast.AST]]:
     """(names bound, the expression they are bound from) for every binding in ``function``."""
     found: list[tuple[set[str], ast.AST]] = []
-    given = _given_at_construction(function)
+    spread = _spread_lists(function)
+    given = _given_at_construction(function, spread)
     for node in ast.walk(function):
         if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign) and node.value is not None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -635,7 +637,20 @@ def _bindings(function: ast.AST) -> list[tuple[set[str], ast.AST]]:
                 receiver = func.value.id if isinstance(func.value, ast.Name) else ""
                 found.append((mentioned_names(func.value) | given.get(receiver, set()), node.value))
             else:  # patch(model): a call for its effect acts on what it is given
-                found.append((_argument_names(node.value), func))
+                found.append((_argument_names(node.value, spread), func))
+    return found
+
+
+def _spread_lists(function: ast.AST) -> dict[str, set[str]]:
+    """For each name bound to a list or tuple written out, the objects its items are read
+    from: ``args = [out, inp]`` then ``f(*args)`` gives ``f`` both."""
+    found: dict[str, set[str]] = {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.List | ast.Tuple):
+            roots = {r for e in node.value.elts if (r := _root_name(e)) is not None}
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    found.setdefault(t.id, set()).update(roots)
     return found
 
 
@@ -648,19 +663,28 @@ def _bound_from_calls(function: ast.AST) -> Iterable[tuple[str, ast.Call]]:
                     yield target.id, node.value
 
 
-def _given_at_construction(function: ast.AST) -> dict[str, set[str]]:
-    """For each name bound from a call, the names passed to that call."""
+def _given_at_construction(
+    function: ast.AST, spread: dict[str, set[str]] | None = None
+) -> dict[str, set[str]]:
+    """For each name bound from a call, the names passed to that call (``handle`` given
+    ``out`` and ``inp`` by ``handle = reduce_scatter(out, inp)``, or by the same two spread
+    from a list: ``handle.wait()`` then finishes writing into ``out``)."""
     found: dict[str, set[str]] = {}
     for name, call in _bound_from_calls(function):
-        found.setdefault(name, set()).update(_argument_names(call))
+        found.setdefault(name, set()).update(_argument_names(call, spread))
     return found
 
 
-def _argument_names(call: ast.Call) -> set[str]:
+def _argument_names(call: ast.Call, spread: dict[str, set[str]] | None = None) -> set[str]:
     """The objects a call is given: a name, or the object a part of it is read from
-    (``model`` in ``fully_shard(model.fc1)`` and in ``Adam(model.parameters())``)."""
+    (``model`` in ``fully_shard(model.fc1)`` and in ``Adam(model.parameters())``), and, with
+    ``spread`` (:func:`_spread_lists`), the items of a list it is given as ``*args``."""
     values = [*call.args, *(k.value for k in call.keywords)]
-    return {root for v in values if (root := _root_name(v)) is not None}
+    found = {root for v in values if (root := _root_name(v)) is not None}
+    for value in call.args:
+        if spread and isinstance(value, ast.Starred) and isinstance(value.value, ast.Name):
+            found |= spread.get(value.value.id, set())
+    return found
 
 
 def _root_name(node: ast.AST) -> str | None:

@@ -1452,6 +1452,40 @@ def test_a_call_for_its_effect_acts_on_what_it_is_given(call, verdict):
 
 
 @pytest.mark.parametrize(
+    ("call", "verdict"),
+    [
+        # the output it writes into is given, finished through the handle it returns
+        ("handle = reduce_scatter_fp32(out, inp)\n        handle.wait()", PromiseVerdict.checked),
+        # the same arguments, spread from a list
+        ("args = [out[:4], inp]\n        reduce_scatter_fp32(*args)", PromiseVerdict.checked),
+        (
+            "args = [out[:4], inp]\n        handle = reduce_scatter_fp32(*args)\n        handle.wait()",
+            PromiseVerdict.checked,
+        ),
+        # the output is not among them: it is compared untouched
+        (
+            "args = [inp]\n        handle = reduce_scatter_fp32(*args)\n        handle.wait()",
+            PromiseVerdict.exercised,
+        ),
+        ("handle = reduce_scatter_fp32(inp)\n        handle.wait()", PromiseVerdict.exercised),
+    ],
+)
+def test_a_call_writes_into_the_objects_it_is_given_spread_from_a_list(call, verdict):
+    source = f"""
+    import torch
+    from pkg import reduce_scatter_fp32
+
+
+    def test_matches_the_reference(out, inp, expected):
+        {call}
+        assert torch.allclose(out, expected)
+    """
+    code = _code(source, "reduce_scatter_fp32")
+    quote = "reduce_scatter_fp32 accumulates in FP32"
+    assert _verdict(PromiseCategory.numeric, quote, code) is verdict
+
+
+@pytest.mark.parametrize(
     ("calls", "verdict"),
     [
         # given a part of the model: the model is what it acts on
