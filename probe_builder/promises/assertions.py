@@ -10,10 +10,10 @@ number), structural (shape, dtype, attribute, type, None, a finite value) or fun
 Per test function the profile also records whether it drives one object
 through repeated calls and a reset (state), and whether it captures, replays
 or compiles, or switches such an option on (mode); a test reaches what it names
-in code, in an import-path string, or through a subclass its file defines, and
-an assertion depends on what a wrapper installed on an object, or a call given it
-(for its effect, or writing into it through the handle it returns), did to that
-object. The tables of API names are data.
+in code, in an import-path string, through a subclass its file defines, or through
+what its class's set-up method builds, and an assertion depends on what a wrapper
+installed on an object, or a call given it (for its effect, or writing into it through
+the handle it returns), did to that object. The tables of API names are data.
 """
 
 from __future__ import annotations
@@ -170,6 +170,9 @@ LOAD_NAMES = re.compile(
 )
 # Functions pytest calls around tests, or a file's private helpers: not entry points.
 FIXTURE = re.compile(r"^(_|setup|teardown|setUp|tearDown)")
+# Methods pytest and unittest run before each test of their class: what they build
+# (``self.model = GPTModel(...)``) is what the class's tests run.
+SET_UP = ("setUp", "setup_method", "setup_class", "setUpClass", "setup")
 # A mark that skips whatever it decorates every time (``skipif`` and ``skipUnless`` depend on
 # the machine, so they do not count): the test never runs, so it reaches nothing.
 SKIP_ALWAYS = re.compile(r"^(pytest\.mark|unittest)\.skip$|^skip$")
@@ -1048,8 +1051,9 @@ def profile_source(
     A test is a function named ``test*``, any other function on an added line that asserts
     (a check run from a script), or any function a test module adds (a script's ``main``);
     a helper of the file it calls counts as part of it, with every assertion of that helper
-    whether or not the patch changed it. With ``imported``, so does a function of another
-    test file it imports and calls (a checker a folder's tests share).
+    whether or not the patch changed it, and so does its class's set-up method (what the
+    set-up binds to ``self`` is built for the test). With ``imported``, so does a function
+    of another test file it imports and calls (a checker a folder's tests share).
     """
     source = Source(path, text)
     added = None if added_lines is None else set(added_lines)
@@ -1063,13 +1067,20 @@ def profile_source(
     functions = _by_name(definitions)
     returned = returned_observables(functions)
     skipped_module = _skips_always(source.tree)
+    set_up = _set_up_dependencies(functions, bases, module)
+
+    def set_up_of(qualname: str) -> list[str]:
+        methods = _set_up_methods(_owner(qualname), functions, bases)
+        return [m for m in methods if m != qualname]
+
     for definition in definitions:
         if added is not None and not set(definition.lines()) & added:
             continue
         if skipped_module or any(_skips_always(d) for d in (*definition.parents, definition.node)):
             continue
         touched.append((definition.qualname, definition.node))
-        sites.extend(_sites(source, definition.qualname, definition.node, added, module, returned))
+        outer = set_up.get(_owner(definition.qualname), module)
+        sites.extend(_sites(source, definition.qualname, definition.node, added, outer, returned))
     # A helper a new or changed test calls asserts on what the test gives it, changed or not:
     # a case added to a test that runs an existing checker is checked by that checker.
     done = {qualname for qualname, _ in touched}
@@ -1079,7 +1090,8 @@ def profile_source(
         helper = {definition.qualname, definition.node.name}
         if skipped_module or definition.qualname in done or not helper & kept:
             continue
-        sites.extend(_sites(source, definition.qualname, definition.node, None, module, returned))
+        outer = set_up.get(_owner(definition.qualname), module)
+        sites.extend(_sites(source, definition.qualname, definition.node, None, outer, returned))
     asserting = {s.test for s in sites}
     called = {h for _, node in touched for h in _helpers_called(node, functions, "")}
     tests = []
@@ -1092,7 +1104,7 @@ def profile_source(
         own = _traits(path, qualname, node, helpers, module, imports, bases)
         used = [
             _traits(path, h, functions[h], frozenset(), module, imports, bases)
-            for h in sorted(helpers)
+            for h in (*sorted(helpers), *set_up_of(qualname))
         ]
         if imported is not None:
             callers = [node, *(functions[h] for h in sorted(helpers))]
@@ -1109,6 +1121,44 @@ def profile_source(
         for view in through_calls(qualname, node, sites, functions, module)
     ]
     return AssertionProfile(tuple(sites), tuple(tests), called=(*views, *foreign))
+
+
+def _owner(qualname: str) -> str:
+    """The class a method is defined in ("" for a module-level function)."""
+    return qualname.rsplit(".", 1)[0] if "." in qualname else ""
+
+
+def _set_up_methods(
+    owner: str, functions: Mapping[str, ast.AST], bases: Mapping[str, frozenset[str]]
+) -> list[str]:
+    """The set-up methods run before each test of the class ``owner``: its own, or else those
+    of the first of its file's classes it derives from (by name) that has any."""
+    if not owner:
+        return []
+    for cls in (owner, *sorted(bases.get(owner.rsplit(".", 1)[-1], ()))):
+        found = [f"{cls}.{name}" for name in SET_UP if f"{cls}.{name}" in functions]
+        if found:
+            return found
+    return []
+
+
+def _set_up_dependencies(
+    functions: Mapping[str, ast.AST],
+    bases: Mapping[str, frozenset[str]],
+    module: dict[str, set[str]],
+) -> dict[str, dict[str, set[str]]]:
+    """For each class of the file with set-up methods, the module's bindings and those its
+    set-up makes (``gpt_model`` built from ``GPTModel`` in ``self.gpt_model = GPTModel(...)``):
+    what the class's tests compute from ``self.gpt_model`` is computed from ``GPTModel``."""
+    found: dict[str, dict[str, set[str]]] = {}
+    for owner in {_owner(name) for name in functions} - {""}:
+        depends: dict[str, set[str]] = {}
+        for name in _set_up_methods(owner, functions, bases):
+            for bound, used in dependencies(functions[name], module).items():
+                depends.setdefault(bound, set()).update(used)
+        if depends:
+            found[owner] = depends
+    return found
 
 
 def _skips_always(node: ast.AST) -> bool:

@@ -1486,6 +1486,56 @@ def test_a_call_writes_into_the_objects_it_is_given_spread_from_a_list(call, ver
 
 
 @pytest.mark.parametrize(
+    ("set_up", "verdict"),
+    [
+        ("def setup_method(self):", PromiseVerdict.checked),  # pytest's, before each test
+        ("def setUp(self):", PromiseVerdict.checked),  # unittest's
+        ("def _build(self):", PromiseVerdict.unchecked),  # a helper nobody calls: never run
+    ],
+)
+def test_a_test_method_runs_what_its_class_sets_up(set_up, verdict):
+    # The test names nothing of the change: the model it runs is built before it, by the
+    # class's set-up, which the patch left alone.
+    source = f"""
+    import torch
+    from pkg import PaddedModel
+
+
+    class TestPadding:
+        {set_up}
+            self.model = PaddedModel(hidden=8)
+
+        def test_padding_logits_are_zero(self):
+            logits = self.model(torch.ones(3))
+            assert torch.all(logits[2:] == 0.0)
+    """
+    code = _code(source, "PaddedModel")
+    quote = "PaddedModel zeroes the logits of padding tokens"
+    assert _verdict(PromiseCategory.numeric, quote, code) is verdict
+
+
+def test_a_test_method_runs_what_a_base_class_of_its_file_sets_up():
+    source = """
+    import torch
+    from pkg import PaddedModel
+
+
+    class PaddingCase:
+        def setup_method(self):
+            self.model = PaddedModel(hidden=8)
+
+
+    class TestPadding(PaddingCase):
+        def test_padding_logits_are_zero(self):
+            logits = self.model(torch.ones(3))
+            assert torch.all(logits[2:] == 0.0)
+    """
+    code = _code(source, "PaddedModel")
+    quote = "PaddedModel zeroes the logits of padding tokens"
+    assert _verdict(PromiseCategory.numeric, quote, code) is PromiseVerdict.checked
+
+
+@pytest.mark.parametrize(
     ("calls", "verdict"),
     [
         # given a part of the model: the model is what it acts on
