@@ -34,8 +34,9 @@ test that captures, replays or compiles (or switches that option on), numeric
 promises a tolerance or allclose assertion (a promise to zero or mask values
 out: also one that they are exactly zero), functional promises a value or call
 assertion (or, when the promise is that the code raises or reports an error, an
-assertion that expects it; when it is about sizes, padding, chunks or limits,
-also a length or a shape); a numeric or functional promise about a precision or
+assertion that expects it; when it is about what the code refuses or how it copes
+with a failure, either; when it is about sizes, padding, chunks or limits, also a
+length or a shape); a numeric or functional promise about a precision or
 a number format is checked by a dtype as well. With no such assertion, a run
 configuration of the test patch that sets a linked flag, beside golden values
 the patch holds, checks a functional, numeric, state or mode promise: its run is
@@ -241,6 +242,20 @@ def _raises(test: TestTraits, sites: list[AssertionSite]) -> AssertionSite | Non
     return _first(sites, kinds=[AssertionKind.error_path])
 
 
+# A functional promise about what the code refuses or how it copes with a failure (a frozen
+# field, an invalid or conflicting input, a crash, a failed start): a test that expects the
+# error checks it as a value would.
+REFUSES = re.compile(
+    r"\b(frozen|immutable|read[- ]only|reject\w*|refus\w*|disallow\w*|forbid\w*|invalid\w*"
+    r"|validat\w*|conflict\w*|crash\w*|fail(s|ed|ing|ures?)?|mismatch\w*|incompatib\w*)\b",
+    re.I,
+)
+
+
+def _value_or_raises(test: TestTraits, sites: list[AssertionSite]) -> AssertionSite | None:
+    return _first(sites, kinds=(*VALUE_KINDS, AssertionKind.error_path))
+
+
 # A numeric promise that values are zeroed or masked out (padding, masked positions): exact
 # zeros are what it promises, so an assertion that they are exactly zero checks it as a
 # tolerance does.
@@ -297,6 +312,8 @@ def _category_rule(promise: ExtractedPromise) -> Rule:
         return _state_across_calls
     if promise.category is PromiseCategory.functional and RAISES.search(promise.quote):
         return _raises
+    if promise.category is PromiseCategory.functional and REFUSES.search(promise.quote):
+        return _value_or_raises
     if promise.category is PromiseCategory.time and SKIPPED_WORK.search(promise.quote):
         return _time_or_skipped_calls
     if promise.category is PromiseCategory.numeric and ZEROING.search(promise.quote):

@@ -1846,6 +1846,15 @@ from pkg import check_batch
 def test_valid_batch_passes():
     assert check_batch(8, 4) == 2
 """
+ERROR_ONLY_TEST = """
+import pytest
+from pkg import check_batch
+
+
+def test_indivisible_batch():
+    with pytest.raises(ValueError, match="divisible"):
+        check_batch(7, 4)
+"""
 
 
 @pytest.mark.parametrize(
@@ -1856,9 +1865,15 @@ def test_valid_batch_passes():
         (VALUE_ONLY_TEST, "check_batch raises a clear error message", PromiseVerdict.exercised),
         # a promise that a feature works is checked by its value
         (VALUE_ONLY_TEST, "check_batch splits the batch", PromiseVerdict.checked),
+        # ... not by an error on a bad input; but what the code refuses, or how it copes
+        # with a failure, is checked by the error a test expects
+        (ERROR_ONLY_TEST, "check_batch splits the batch", PromiseVerdict.exercised),
+        (ERROR_ONLY_TEST, "check_batch rejects an indivisible batch", PromiseVerdict.checked),
+        (ERROR_ONLY_TEST, "check_batch no longer crashes on odd sizes", PromiseVerdict.checked),
+        (ERROR_ONLY_TEST, "check_batch keeps its fields frozen", PromiseVerdict.checked),
     ],
 )
-def test_a_promised_error_is_checked_only_by_an_assertion_that_expects_it(source, quote, verdict):
+def test_an_expected_error_checks_only_a_promised_error_or_refusal(source, quote, verdict):
     code = _code(source, "check_batch")
     assert _verdict(PromiseCategory.functional, quote, code) is verdict
 
