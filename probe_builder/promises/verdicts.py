@@ -1,54 +1,50 @@
 """Per-promise verdict on the PR's own tests: checked, exercised or unchecked.
 
 A promise is judged on the tests that reach the changed symbols it concerns
-(:mod:`probe_builder.promises.linking`), and, except for resources a test
-observes itself, only on assertions whose value is computed from those symbols;
-an existence check (``is not None``, ``isinstance``) checks nothing, nor does a
-field read back equal to the literal the test just built its object with. A test of
-the changed code right behind a linked symbol checks a functional promise only
-on an assertion that bears on what its quote says beyond the linked names (its
-text, its test's name or its inputs use a word of that: "blockwise" in "support
-'blockwise' tp_mode" for a test of the function that reads the flag); a test of
-a function that calls a linked symbol or the changed code calling it (one the patch may
-have left alone, outside the tests) checks the promise on an assertion computed from that
-function; a test of
-the code beside it (another change of its file, its module) that reaches none of
-the linked symbols checks a promise of any category only on such an assertion,
-computed from the changed code of that file; a test of a linked symbol whose assertion
-is computed from the rest of the change (the factory that builds the promised object)
-checks a functional promise only on such an assertion too. When the
-quote names no changed symbol the link is weak: only a test named for the
-promise (its name uses several words of the quote), on an assertion computed
-from changed code, can check it; unless it is the title's functional promise,
-which speaks for the whole change: then a test of the changed code checks it on
-an assertion that bears on a word of the title. ``checked`` needs an added
-assertion on the promise's observable: memory promises an assertion that reads a
-memory API, time promises a timer (a promise that work is skipped: a counted
-call), traffic promises counted bytes or calls in a test that talks to a
-communication primitive, state promises a value asserted after a reset of a
-repeatedly used object or after a save and a load (or, for state kept across
-calls rather than changed, a later call's result compared with an earlier one's;
-for state a checkpoint holds, in a test that neither saves nor loads, a value of
-what the code would save or match on a load), mode promises an assertion in a
-test that captures, replays or compiles (or switches that option on), numeric
-promises a tolerance or allclose assertion (a promise to zero or mask values
-out: also one that they are exactly zero), functional promises a value or call
-assertion (or, when the promise is that the code raises or reports an error, an
-assertion that expects it; when it is about what the code refuses or how it copes
-with a failure, either; when it is about sizes, padding, chunks or limits, also a
-length or a shape); a numeric or functional promise about a precision or
-a number format is checked by a dtype as well. With no such assertion, a run
-configuration of the test patch that sets a linked flag, beside golden values
-the patch holds, checks a functional, numeric, state or mode promise: its run is
-compared with recorded outputs; so does one beside a script that starts a
-checker of the tests' own asserting the runs' results close to one another's (a
-loss within a tolerance of a reference engine's; a score above a bar compares
-nothing).
-``exercised``: the tests (or a launch script of the test patch, by naming the
-code or by starting a program that imports it) run the code, or the changed code
-right behind it (a helper it calls, the function that reads its flag), or call a
-function that calls it, but do not assert that; ``unchecked``: no added test
-reaches it. The rules are a table.
+(:mod:`probe_builder.promises.linking`), and, except for resources a test observes
+itself, only on assertions whose value is computed from those symbols; an existence
+check (``is not None``, ``isinstance`` of a general type) checks nothing, nor does a
+field read back equal to the literal the test just built its object with. A test of the
+changed code right behind a linked symbol checks a functional promise only on an
+assertion that bears on what its quote says beyond the linked names (its text, its
+test's name or its inputs use a word of that: "blockwise" in "support 'blockwise'
+tp_mode" for a test of the function that reads the flag); a test of a function that
+calls a linked symbol or the changed code calling it (one the patch may have left alone,
+outside the tests) checks the promise on an assertion computed from that function; a
+test of the code beside it (another change of its file, its module) that reaches none of
+the linked symbols checks a promise of any category only on such an assertion, computed
+from the changed code of that file; a test of a linked symbol whose assertion is
+computed from the rest of the change (the factory that builds the promised object)
+checks a functional promise only on such an assertion too. When the quote names no
+changed symbol the link is weak: only a test named for the promise (its name uses
+several words of the quote), on an assertion computed from changed code, can check it;
+unless it is the title's functional promise, which speaks for the whole change: then a
+test of the changed code checks it on an assertion that bears on a word of the title.
+``checked`` needs an added assertion on the promise's observable: memory promises an
+assertion that reads a memory API, time promises a timer (a promise that work is
+skipped: a counted call), traffic promises counted bytes or calls in a test that talks
+to a communication primitive, state promises a value asserted after a reset of a
+repeatedly used object or after a save and a load (or, for state kept across calls
+rather than changed, a later call's result compared with an earlier one's; for state a
+checkpoint holds, in a test that neither saves nor loads, a value of what the code would
+save or match on a load), mode promises an assertion in a test that captures, replays or
+compiles (or switches that option on), numeric promises a tolerance or allclose
+assertion (a promise to zero or mask values out: also one that they are exactly zero),
+functional promises a value or call assertion, or one that the code built or chose one
+of its own classes (or, when the promise is that the code raises or reports an error, an
+assertion that expects it; when it is about what the code refuses or how it copes with a
+failure, either; when it is about sizes, padding, chunks or limits, also a length or a
+shape); a numeric or functional promise about a precision or a number format is checked
+by a dtype as well. With no such assertion, a run configuration of the test patch that
+sets a linked flag, beside golden values the patch holds, checks a functional, numeric,
+state or mode promise: its run is compared with recorded outputs; so does one beside a
+script that starts a checker of the tests' own asserting the runs' results close to one
+another's (a loss within a tolerance of a reference engine's; a score above a bar
+compares nothing).
+``exercised``: the tests (or a launch script of the test patch, by naming the code or by
+starting a program that imports it) run the code, or the changed code right behind it (a
+helper it calls, the function that reads its flag), or call a function that calls it,
+but do not assert that; ``unchecked``: no added test reaches it. The rules are a table.
 """
 
 from __future__ import annotations
@@ -329,8 +325,30 @@ def _numeric(test: TestTraits, sites: list[AssertionSite]) -> AssertionSite | No
     return _first(sites, kinds=[AssertionKind.numeric])
 
 
+# ``isinstance(layer, GatedDeltaNet)``: which of the code's classes a factory built or a
+# switch chose, a value of the change; not a general type any result has (a tensor, a
+# mapping, a module), which says no more than ``is not None``.
+INSTANCE_OF = re.compile(
+    r"\b(isinstance|assertIsInstance)\(\s*[^,()]+(\([^()]*\))?[^,()]*,\s*(?P<cls>[\w.]+)\s*\)"
+)
+GENERAL_TYPE = re.compile(
+    r"^(Tensor|ndarray|Module|Parameter|(Mutable)?Mapping|Sequence|Iter(able|ator)|Generator"
+    r"|Callable|Coroutine|Awaitable|Future|(Base)?Exception|Enum|Path|OrderedDict"
+    r"|(Dict|List)Config|DataFrame|Thread|Process|Logger|(Magic)?Mock)$"
+)
+
+
+def _chosen_class(site: AssertionSite) -> bool:
+    match = INSTANCE_OF.search(site.text)
+    if match is None:
+        return False
+    name = match.group("cls").rsplit(".", 1)[-1]
+    return name[:1].isupper() and GENERAL_TYPE.match(name) is None
+
+
 def _functional(test: TestTraits, sites: list[AssertionSite]) -> AssertionSite | None:
-    return _first(sites, kinds=VALUE_KINDS)
+    found = _first(sites, kinds=VALUE_KINDS)
+    return found if found is not None else next(filter(_chosen_class, sites), None)
 
 
 # What a promise names as its observable, and the assertion that reads it: a promise about

@@ -1878,6 +1878,34 @@ def test_an_expected_error_checks_only_a_promised_error_or_refusal(source, quote
     assert _verdict(PromiseCategory.functional, quote, code) is verdict
 
 
+@pytest.mark.parametrize(
+    ("assertion", "verdict"),
+    [
+        # the class the builder chose for the pattern: a value of the change
+        ("assert isinstance(block.layers[0], GatedDeltaNet)", PromiseVerdict.checked),
+        ("self.assertIsInstance(block.layers[0], layers.GatedDeltaNet)", PromiseVerdict.checked),
+        # a general type any layer, or any result, has: no more than ``is not None``
+        ("assert isinstance(block.layers[0], torch.nn.Module)", PromiseVerdict.exercised),
+        ("assert isinstance(block.layers[0], (GatedDeltaNet, Other))", PromiseVerdict.exercised),
+        ("assert isinstance(block.layers, list)", PromiseVerdict.exercised),
+        ("assert block.layers[0] is not None", PromiseVerdict.exercised),
+    ],
+)
+def test_an_instance_of_one_of_the_codes_own_classes_checks_what_it_built(assertion, verdict):
+    source = f"""
+    import torch
+    from pkg import GatedDeltaNet, Other, build_block, layers
+
+
+    def test_builds_the_chosen_layer(self):
+        block = build_block("G")
+        {assertion}
+    """
+    code = _code(source, "build_block")
+    quote = "build_block builds gated delta-net layers"
+    assert _verdict(PromiseCategory.functional, quote, code) is verdict
+
+
 def test_a_plural_of_a_generic_word_is_generic_too():
     from probe_builder.promises.linking import words_of
 
