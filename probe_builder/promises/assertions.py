@@ -667,7 +667,7 @@ def _bound_from_calls(function: ast.AST) -> Iterable[tuple[str, ast.Call]]:
 
 
 def _given_at_construction(
-    function: ast.AST, spread: dict[str, set[str]] | None = None
+    function: ast.AST, spread: Mapping[str, set[str]]
 ) -> dict[str, set[str]]:
     """For each name bound from a call, the names passed to that call (``handle`` given
     ``out`` and ``inp`` by ``handle = reduce_scatter(out, inp)``, or by the same two spread
@@ -678,14 +678,14 @@ def _given_at_construction(
     return found
 
 
-def _argument_names(call: ast.Call, spread: dict[str, set[str]] | None = None) -> set[str]:
+def _argument_names(call: ast.Call, spread: Mapping[str, set[str]]) -> set[str]:
     """The objects a call is given: a name, or the object a part of it is read from
-    (``model`` in ``fully_shard(model.fc1)`` and in ``Adam(model.parameters())``), and, with
-    ``spread`` (:func:`_spread_lists`), the items of a list it is given as ``*args``."""
+    (``model`` in ``fully_shard(model.fc1)`` and in ``Adam(model.parameters())``), and the
+    items of a list it is given as ``*args`` (``spread``, from :func:`_spread_lists`)."""
     values = [*call.args, *(k.value for k in call.keywords)]
     found = {root for v in values if (root := _root_name(v)) is not None}
     for value in call.args:
-        if spread and isinstance(value, ast.Starred) and isinstance(value.value, ast.Name):
+        if isinstance(value, ast.Starred) and isinstance(value.value, ast.Name):
             found |= spread.get(value.value.id, set())
     return found
 
@@ -1067,11 +1067,13 @@ def profile_source(
     functions = _by_name(definitions)
     returned = returned_observables(functions)
     skipped_module = _skips_always(source.tree)
-    set_up = _set_up_dependencies(functions, bases, module)
+    set_up_methods = {
+        owner: _set_up_methods(owner, functions, bases) for owner in {_owner(n) for n in functions}
+    }
+    set_up = _set_up_dependencies(set_up_methods, functions, module)
 
     def set_up_of(qualname: str) -> list[str]:
-        methods = _set_up_methods(_owner(qualname), functions, bases)
-        return [m for m in methods if m != qualname]
+        return [m for m in set_up_methods.get(_owner(qualname), []) if m != qualname]
 
     for definition in definitions:
         if added is not None and not set(definition.lines()) & added:
@@ -1143,17 +1145,18 @@ def _set_up_methods(
 
 
 def _set_up_dependencies(
+    set_up_methods: Mapping[str, list[str]],
     functions: Mapping[str, ast.AST],
-    bases: Mapping[str, frozenset[str]],
     module: dict[str, set[str]],
 ) -> dict[str, dict[str, set[str]]]:
-    """For each class of the file with set-up methods, the module's bindings and those its
-    set-up makes (``gpt_model`` built from ``GPTModel`` in ``self.gpt_model = GPTModel(...)``):
-    what the class's tests compute from ``self.gpt_model`` is computed from ``GPTModel``."""
+    """For each class of the file with set-up methods (``set_up_methods``, by class, from
+    :func:`_set_up_methods`), the module's bindings and those its set-up makes (``gpt_model``
+    built from ``GPTModel`` in ``self.gpt_model = GPTModel(...)``): what the class's tests
+    compute from ``self.gpt_model`` is computed from ``GPTModel``."""
     found: dict[str, dict[str, set[str]]] = {}
-    for owner in {_owner(name) for name in functions} - {""}:
+    for owner, methods in set_up_methods.items():
         depends: dict[str, set[str]] = {}
-        for name in _set_up_methods(owner, functions, bases):
+        for name in methods:
             for bound, used in dependencies(functions[name], module).items():
                 depends.setdefault(bound, set()).update(used)
         if depends:
