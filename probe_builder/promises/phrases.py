@@ -28,6 +28,8 @@ _NEAR_NOT_MEMORY_FOR = r"(?!\s+(the )?memory (required|needed|used|spent) (for|b
 _COLLECTIVE = (
     r"(all[-_ ]?reduce|all[-_ ]?gather|reduce[-_ ]scatter|all[-_ ]?to[-_ ]?all|a2a|broadcast)"
 )
+# Either side of a device-host copy or synchronisation.
+_HOST_DEVICE = r"(gpu|cpu|host|device|d|h)"
 # "reduce" the verb, not a collective's name (reduce-scatter, all-reduce)
 _REDUCE = r"(?<![-_])reduc(?!e[-_ ]?scatter)"
 # A rate serving is measured by, and that rate raised ("increases QPS by a tenth").
@@ -325,6 +327,11 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\bdata movement\b|\b(hbm|memory) round[- ]?trips?\b|\bstorage i/?o\b",
         r"\b(won'?t|not|no longer|don'?t|never|instead of)\b[^.]{0,20}\bcop(y|ies|ying)\b",
         r"\b(redundant|unnecessary|extra)\b[^.]{0,20}\.?clone",
+        # a device-host synchronisation cut: each one reads a value back to the host
+        r"\b((" + _REDUCE + r"|avoid|skip|remov|eliminat)\w*|fewer|less|no|zero|without)\b"
+        r"[^.]{0,30}" + _HOST_DEVICE + r"\W{1,3}" + _HOST_DEVICE + r"\s+(sync\w*|transfers?)\b",
+        r"\b(zero|no|fewer|less|avoid\w*|eliminat\w*|remov\w*)\b[^.]{0,20}\bsynchroni[sz]ation"
+        r" between (the )?" + _HOST_DEVICE + r" and (the )?" + _HOST_DEVICE + r"\b",
         # a driver copy call made less often ("reduce cudaMemcpyAsync")
         r"\b((" + _REDUCE + r"|avoid|skip|remov|eliminat)\w*|cut|fewer|less|no)\b[^.]{0,20}memcpy",
         # data no longer sent, a collective run only when needed ("gate all_gather on ...")

@@ -726,6 +726,12 @@ SENTENCE_CUES = [
     ("Materialize the config on first use.", C.memory, False),
     ("The offloading connector now reports each finished job.", C.memory, False),
     ("Offload the last block to the CPU store when a request finishes.", C.memory, False),
+    # a device-host synchronisation cut reads fewer values back: traffic, and time as well
+    ("Read the lengths from the host copy to remove a GPU->CPU sync per step.", C.traffic, True),
+    ("Read the lengths from the host copy to remove a GPU->CPU sync per step.", C.time, True),
+    ("The sampler needs no synchronization between the CPU and GPU.", C.traffic, True),
+    ("Add a CPU/GPU sync before the timer stops.", C.traffic, False),
+    ("Synchronization between the trainer and the rollout workers is retried.", C.traffic, False),
 ]
 
 
