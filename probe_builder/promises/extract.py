@@ -334,7 +334,8 @@ def _quantity(text: str, category: PromiseCategory) -> str | None:
 
 
 def _tagged_title(title: str, promises: list[ExtractedPromise]) -> list[ExtractedPromise]:
-    """A title tagged [Perf] promises time unless the PR names the resource it saves or the
+    """A title tagged [Perf] promises time unless the PR names the time or memory it saves
+    (fewer copies or collectives are how a change gets faster, not what it is for) or the
     title is about measuring (a profiler, a metric: the tag names the tooling); one tagged
     [torch.compile] promises the mode unless a sentence already does."""
     said = {p.category for p in promises}
@@ -348,9 +349,13 @@ def _tagged_title(title: str, promises: list[ExtractedPromise]) -> list[Extracte
     ]
 
 
+# What a performance tag stands for once the PR says it (traffic saved is a means to time).
+PERFORMANCE_SAID = frozenset({PromiseCategory.time, PromiseCategory.memory})
+
+
 def _said(category: PromiseCategory, said: set[PromiseCategory]) -> bool:
     if category in RESOURCE_CATEGORIES:
-        return bool(said & set(RESOURCE_CATEGORIES))
+        return bool(said & PERFORMANCE_SAID)
     return category in said
 
 
