@@ -249,7 +249,8 @@ REFUSES = re.compile(
 
 
 def _value_or_raises(test: TestTraits, sites: list[AssertionSite]) -> AssertionSite | None:
-    return _first(sites, kinds=(*VALUE_KINDS, AssertionKind.error_path))
+    found = _functional(test, sites)
+    return found if found is not None else _raises(test, sites)
 
 
 # A numeric promise that values are zeroed or masked out (padding, masked positions): exact

@@ -1891,7 +1891,17 @@ def test_an_expected_error_checks_only_a_promised_error_or_refusal(source, quote
         ("assert block.layers[0] is not None", PromiseVerdict.exercised),
     ],
 )
-def test_an_instance_of_one_of_the_codes_own_classes_checks_what_it_built(assertion, verdict):
+@pytest.mark.parametrize(
+    "quote",
+    [
+        "build_block builds gated delta-net layers",
+        # what the code copes with: the class it falls back to is what it built
+        "build_block falls back to gated delta-net layers on an invalid pattern",
+    ],
+)
+def test_an_instance_of_one_of_the_codes_own_classes_checks_what_it_built(
+    assertion, verdict, quote
+):
     source = f"""
     import torch
     from pkg import GatedDeltaNet, Other, build_block, layers
@@ -1902,7 +1912,6 @@ def test_an_instance_of_one_of_the_codes_own_classes_checks_what_it_built(assert
         {assertion}
     """
     code = _code(source, "build_block")
-    quote = "build_block builds gated delta-net layers"
     assert _verdict(PromiseCategory.functional, quote, code) is verdict
 
 
