@@ -158,7 +158,7 @@ CALL_ASSERTS = re.compile(
 )
 ASSERT_CALL = re.compile(r"^(assert\w*|fail)$")
 RESET_METHODS = re.compile(
-    r"^(reset\w*|clear\w*|invalidate\w*|reinit\w*|refresh\w*|refit\w*|evict\w*|restart|offload\w*|onload\w*|wake_up|sleep|resume|load_state_dict|zero_\w*|free\w*|release\w*)$"
+    r"^(reset\w*|clear\w*|invalidate\w*|reinit\w*|refresh\w*|refit\w*|evict\w*|restart|offload\w*|onload\w*|wake_up|sleep|resume|load_state_dict|zero_\w*|free\w*|release\w*|restore\w*)$"
 )
 # Receivers every call in a method goes through: binding through them would make every
 # assertion depend on everything the test touches.
@@ -514,7 +514,9 @@ def _state_trait(function: ast.AST) -> tuple[bool, int | None]:
     for methods in calls.values():
         resets = [line for name, line in methods if RESET_METHODS.match(name)]
         others = [name for name, _ in methods if not RESET_METHODS.match(name)]
-        if resets and len(others) >= 2:
+        # used, reset and used again; or taken through a cycle (offloaded, then restored)
+        cycle = len({name for name, _ in methods if RESET_METHODS.match(name)}) >= 2
+        if resets and (len(others) >= 2 or cycle):
             return True, min(resets)
     return False, None
 

@@ -309,9 +309,15 @@ def test_cache_follows_the_weights(mixer, weights, x):
         ),
         # a reset of an object nothing used first says nothing of what it keeps
         ("ctx.reset()\nassert ctx.cached == {}\n", PromiseVerdict.exercised),
+        # ... but taking it through a cycle does: offloaded, restored, and read after both
+        (
+            "ctx.offload_buffers()\nctx.restore_buffers()\nassert ctx.sizes == [4, 4]\n",
+            PromiseVerdict.checked,
+        ),
+        ("ctx.offload_buffers()\nassert ctx.sizes == {}\n", PromiseVerdict.exercised),
     ],
 )
-def test_a_state_check_needs_an_object_used_more_than_once_before_its_reset(body, verdict):
+def test_a_state_check_needs_an_object_used_twice_before_its_reset_or_cycled(body, verdict):
     source = "def test_x(ctx):\n" + textwrap.indent(body, "    ")
     profile = profile_source("tests/test_p.py", source)
     assert judge_promise(_promise(PromiseCategory.state), CodeUnderTest(profile)).verdict is (
