@@ -24,23 +24,23 @@ test of the changed code checks it on an assertion that bears on a word of the t
 assertion that reads a memory API, time promises a timer (a promise that work is
 skipped: a counted call), traffic promises counted bytes or calls in a test that talks
 to a communication primitive, state promises a value asserted after a reset of a
-repeatedly used object or after a save and a load (or, for state kept across calls
-rather than changed, a later call's result compared with an earlier one's; for state a
-checkpoint holds, in a test that neither saves nor loads, a value of what the code would
-save or match on a load), mode promises an assertion in a test that captures, replays or
-compiles (or switches that option on), numeric promises a tolerance or allclose
-assertion (a promise to zero or mask values out: also one that they are exactly zero),
-functional promises a value or call assertion, or one that the code built or chose one
-of its own classes (or, when the promise is that the code raises or reports an error, an
-assertion that expects it; when it is about what the code refuses or how it copes with a
-failure, either; when it is about sizes, padding, chunks or limits, also a length or a
-shape); a numeric or functional promise about a precision or a number format is checked
-by a dtype as well. With no such assertion, a run configuration of the test patch that
-sets a linked flag, beside golden values the patch holds, checks a functional, numeric,
-state or mode promise: its run is compared with recorded outputs; so does one beside a
-script that starts a checker of the tests' own asserting the runs' results close to one
-another's (a loss within a tolerance of a reference engine's; a score above a bar
-compares nothing).
+repeatedly used object (or of one taken through a cycle: offloaded, then restored) or
+after a save and a load (or, for state kept across calls rather than changed, a later
+call's result compared with an earlier one's; for state a checkpoint holds, in a test
+that neither saves nor loads, a value of what the code would save or match on a load),
+mode promises an assertion in a test that captures, replays or compiles (or switches
+that option on), numeric promises a tolerance or allclose assertion (a promise to zero
+or mask values out: also one that they are exactly zero), functional promises a value or
+call assertion, or one that the code built or chose one of its own classes (or, when the
+promise is that the code raises or reports an error, an assertion that expects it; when
+it is about what the code refuses or how it copes with a failure, either; when it is
+about sizes, padding, chunks or limits, also a length or a shape); a numeric or
+functional promise about a precision or a number format is checked by a dtype as well.
+With no such assertion, a run configuration of the test patch that sets a linked flag,
+beside golden values the patch holds, checks a functional, numeric, state or mode
+promise: its run is compared with recorded outputs; so does one beside a script that
+starts a checker of the tests' own asserting the runs' results close to one another's (a
+loss within a tolerance of a reference engine's; a score above a bar compares nothing).
 ``exercised``: the tests (or a launch script of the test patch, by naming the code or by
 starting a program that imports it) run the code, or the changed code right behind it (a
 helper it calls, the function that reads its flag), or call a function that calls it,
@@ -199,7 +199,8 @@ def _traffic(test: TestTraits, sites: list[AssertionSite]) -> AssertionSite | No
 
 
 def _state(test: TestTraits, sites: list[AssertionSite]) -> AssertionSite | None:
-    """A value asserted after a reset of a repeatedly used object, or after a save-load."""
+    """A value asserted after a reset of a repeatedly used object (or one taken through a
+    cycle of resets), or after a save-load."""
     starts = [test.round_trip_line]
     if test.repeated_with_reset:
         starts.append(test.reset_line)
