@@ -833,13 +833,19 @@ def depends_on(expr: ast.AST, depends: dict[str, set[str]]) -> frozenset[str]:
 
 
 def module_dependencies(tree: ast.Module) -> dict[str, set[str]]:
-    """Names bound at module level (``fused = FusedThing()``) and what they are built from."""
+    """Names bound at module level (``fused = FusedThing()``) and what they are built from;
+    a name an import binds under another (``from pkg import DistributedDataParallel as
+    DDP``) is built from the name it stands for."""
     statements = [
         s
         for s in tree.body
         if not isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
     ]
-    return dependencies(ast.Module(body=statements, type_ignores=[]))
+    found = dependencies(ast.Module(body=statements, type_ignores=[]))
+    for binding in import_bindings(tree):
+        if binding.attribute and binding.attribute != binding.name:
+            found.setdefault(binding.name, set()).add(binding.attribute)
+    return found
 
 
 def imported_modules(tree: ast.Module) -> dict[str, frozenset[str]]:

@@ -2469,3 +2469,26 @@ def test_a_shared_helper_that_asserts_nothing_is_no_checker():
     assert checker is not None
     assert [s.text for s in checker.sites] == ["assert build(x) == 1"]
     assert "make" in checker.traits.references  # what it calls through its file's helpers
+
+
+@pytest.mark.parametrize(
+    ("imports", "verdict"),
+    [
+        # the changed class under a name of the test file's own choosing
+        ("from pkg import BucketedSync as Sync", PromiseVerdict.checked),
+        ("import pkg as Sync", PromiseVerdict.unchecked),
+    ],
+)
+def test_a_name_an_import_binds_under_another_stands_for_the_name_it_imports(imports, verdict):
+    source = f"""
+    {imports}
+
+
+    def test_sync_fills_the_buckets():
+        sync = Sync(2)
+        assert sync.bucket_sizes() == [2, 2]
+    """
+    code = _code(source, "BucketedSync")
+    assert _verdict(PromiseCategory.functional, "BucketedSync splits into buckets", code) is (
+        verdict
+    )
