@@ -49,6 +49,10 @@ _STATE_BEHAVIOURS = (
     r"\b(reset|resets|resetting)\b|\binvalidat\w*|\blifecycle\b|\bstale\b",
     r"\b(prefix|kv)[- ]?caching\b|\bprefix[- ]cach\w*|\brefit\w*|^cache\b",
     r"\b(cache|kv) (hits?|reuse|retention|eviction)\b",
+    # what a training run carries between steps; what two threads share and race on; a
+    # session kept on one server across requests
+    r"\b(optimizer|dataloader|rng|scheduler|sampler|trainer) states?\b"
+    r"|\bdata[- ](corruption )?races?\b|\bsticky\b",
     r"\bcache (snapshots?|hits?|entries|invalidation)\b|\bevict\w*",
     r"\b(onload|reload)\w*\b|\bwake[-_ ]?up\b|\bawake\b|\bsleep\b|\bpaus(e|es|ing)\b",
     # what one call records, a later one replays; what is built once and kept

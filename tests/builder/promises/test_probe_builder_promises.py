@@ -738,6 +738,12 @@ SENTENCE_CUES = [
     ("The sampler needs no synchronization between the CPU and GPU.", C.traffic, True),
     ("Add a CPU/GPU sync before the timer stops.", C.traffic, False),
     ("Synchronization between the trainer and the rollout workers is retried.", C.traffic, False),
+    # what a run carries between steps, what two threads race on, a session kept on a server
+    ("Carry the dataloader state over to the next epoch.", C.state, True),
+    ("Fix a data race between the prefetch thread and the writer.", C.state, True),
+    ("Route each conversation to a sticky worker.", C.state, True),
+    ("The optimizer now supports a larger learning rate.", C.state, False),
+    ("A race to the first token is run for each request.", C.state, False),
 ]
 
 
