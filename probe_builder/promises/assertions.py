@@ -512,12 +512,12 @@ def _state_trait(function: ast.AST) -> tuple[bool, int | None]:
             if receiver is not None:
                 calls.setdefault(receiver, []).append((node.func.attr, node.lineno))
     for methods in calls.values():
-        resets = [line for name, line in methods if RESET_METHODS.match(name)]
-        others = [name for name, _ in methods if not RESET_METHODS.match(name)]
+        resets = [(name, line) for name, line in methods if RESET_METHODS.match(name)]
+        others = len(methods) - len(resets)
         # used, reset and used again; or taken through a cycle (offloaded, then restored)
-        cycle = len({name for name, _ in methods if RESET_METHODS.match(name)}) >= 2
-        if resets and (len(others) >= 2 or cycle):
-            return True, min(resets)
+        cycle = len({name for name, _ in resets}) >= 2
+        if resets and (others >= 2 or cycle):
+            return True, min(line for _, line in resets)
     return False, None
 
 
