@@ -834,8 +834,8 @@ def depends_on(expr: ast.AST, depends: dict[str, set[str]]) -> frozenset[str]:
 
 def module_dependencies(tree: ast.Module) -> dict[str, set[str]]:
     """Names bound at module level (``fused = FusedThing()``) and what they are built from;
-    a name an import binds under another (``from pkg import DistributedDataParallel as
-    DDP``) is built from the name it stands for."""
+    a name an import anywhere in the file binds under another (``from pkg import
+    DistributedDataParallel as DDP``) is built from the name it stands for."""
     statements = [
         s
         for s in tree.body
