@@ -44,6 +44,7 @@ from probe_builder.promises.phrases import (
     FAILURE_FIXED,
     FEATURE_VERB,
     HOUSEKEEPING_CLAUSE,
+    LATER_SECTIONS,
     LIMITATION,
     LISTED_COMPONENT,
     LONG_DECIMAL,
@@ -119,6 +120,7 @@ def _is_promise_candidate(sentence: Sentence) -> bool:
         or TEST_SECTIONS.match(section)
         or PROBLEM_SECTIONS.match(section)
         or CAVEAT_SECTIONS.match(section)
+        or LATER_SECTIONS.match(section)
         or DOCS_SECTIONS.search(sentence.section)
         or NOT_A_PROMISE.search(text)
         or COMMAND_LINE.match(text)

@@ -564,6 +564,12 @@ SOLUTION_OPENING = rx(
 CAVEAT_SECTIONS = re.compile(
     r"^(warning|caveats?|limitations?|known (issues|limitations)|not (yet )?supported)$", re.I
 )
+# Section headings that name work left for later PRs: what this one does not promise.
+LATER_SECTIONS = re.compile(
+    r"^(todos?|to dos?|next steps?|roadmap|future( work| plans?| improvements?)?"
+    r"|follow[- ]?ups?( work)?|what'?s next|out of scope)$",
+    re.I,
+)
 _DECORATION = re.compile(r"\([^)]*\)|\[[^\]]*\]|[^\w\s&/-]+")
 
 

@@ -812,6 +812,14 @@ def test_merge_order_notes_and_warning_sections_are_not_promises():
     assert _body_categories("## Warning\nResuming may lose the in-flight samples on restore.") == []
 
 
+@pytest.mark.parametrize("heading", ["Next steps", "TODO", "Future work", "Follow-ups", "Roadmap"])
+def test_work_left_for_later_prs_is_not_a_promise(heading):
+    later = "Cut the decode latency with a fused sampling kernel."
+    assert _body_categories(f"## {heading}\n{later}") == []
+    # the same sentence under a heading of what this change does promises it
+    assert _body_categories(f"## Optimizations\n{later}") == [PromiseCategory.time]
+
+
 @pytest.mark.parametrize(
     ("body", "promised"),
     [
