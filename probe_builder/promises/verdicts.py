@@ -449,6 +449,13 @@ def _bears_on(site: AssertionSite, aspect: frozenset[str]) -> bool:
     return bool(frozenset().union(*(initialisms(text) for text in texts)) & aspect)
 
 
+def _says(site: AssertionSite, words: frozenset[str]) -> bool:
+    """The assertion's own text or its test's name uses one of ``words``, however inflected."""
+    if not words:
+        return False
+    return bool(_stems(words_of(site.text) | words_of(site.test)) & _stems(words))
+
+
 def _named_for(quote_words: frozenset[str], test: TestTraits) -> bool:
     """The test's own name, with its class's, uses several words of the quote
     (``test_tied_parameters_share_one_weight`` for "Fix tied parameters",
@@ -484,10 +491,12 @@ def _sites_for(
     aspect: frozenset[str] | None,
     *,
     every_category: bool = False,
+    said: frozenset[str] = frozenset(),
 ) -> SitesOf:
     """A test's assertions that may check the promise: computed from one of ``names`` (any
     assertion, for a resource the test observes itself), and, for a functional promise (for
-    any, with ``every_category``), bearing on ``aspect`` (None: any)."""
+    any, with ``every_category``), bearing on ``aspect`` (None: any) or saying a word of
+    ``said`` in its own text or its test's name."""
     bearing = every_category or promise.category is PromiseCategory.functional
 
     def sites_of(test: TestTraits) -> list[AssertionSite]:
@@ -495,7 +504,7 @@ def _sites_for(
         if names:
             sites = _on_linked(sites, names, promise.category)
         if bearing and aspect is not None:
-            sites = [s for s in sites if _bears_on(s, aspect)]
+            sites = [s for s in sites if _bears_on(s, aspect) or _says(s, said)]
         return sites
 
     return sites_of
@@ -550,7 +559,8 @@ def _checking_site(
     2. A test of the changed code right behind a linked symbol (the helper it calls, the
        function that reads its flag), on an assertion computed from that code; for a
        functional promise, only one that bears on what the quote says beyond the linked
-       names (an assertion on the helper alone checks the helper).
+       names, or whose text or test's name says what the linked names add to that code's
+       (an assertion on the helper alone checks the helper).
     3. A test of a function that calls a linked symbol, or the changed code that calls one
        (:func:`in_front`: the entry point a private helper is run through, whether or not
        the patch changed it), that reaches none of that code, on an assertion computed from
@@ -581,7 +591,9 @@ def _checking_site(
             return (*found, VIA_LINKED)
         aspect = aspect_of(promise, linked)
         if reached.behind.names != linked.names:
-            on_behind = _sites_for(promise, code, reached.behind.names, aspect)
+            on_behind = _sites_for(
+                promise, code, reached.behind.names, aspect, said=_linked_only(linked, reached)
+            )
             found = _check_in(promise, reached.behind_tests, on_behind)
             if found is not None:
                 return (*found, VIA_BEHIND)
@@ -611,6 +623,14 @@ def _checking_site(
         if found is not None:
             return (*found, VIA_TITLE)
     return None
+
+
+def _linked_only(linked: Link, reached: _Reach) -> frozenset[str]:
+    """The words of the linked symbols that the code behind them does not use ("frozen" of
+    ``_frozen_fields`` behind which ``__setattr__`` refuses): what the promise adds to that
+    code, when an assertion or its test says it in so many words."""
+    behind = frozenset().union(*(words_of(n) for n in reached.behind.names - linked.names))
+    return frozenset().union(*(words_of(n) for n in linked.names)) - behind
 
 
 def _check_beside(

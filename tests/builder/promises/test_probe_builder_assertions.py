@@ -1650,6 +1650,23 @@ BEHIND_CHANGE = {
         "def test_blockwise_doubles():\n"
         "    assert orthogonalize(1, object()) == 1\n"
     ),
+    "pkg/warm.py": "def warmup_factor(n):\n    return n / 4\n\n\ndef ramp_factor(n):\n    return n / 2\n",
+    "pkg/sched.py": (
+        "from pkg.warm import ramp_factor, warmup_factor\n\n\n"
+        "class ClippedScheduler:\n"
+        "    def step(self, n):\n"
+        "        return warmup_factor(n)\n\n\n"
+        "class LinearScheduler:\n"
+        "    def step(self, n):\n"
+        "        return ramp_factor(n)\n"
+    ),
+    "tests/test_warm.py": (
+        "from pkg.warm import ramp_factor, warmup_factor\n\n\n"
+        "def test_clipped_warmup_quarter():\n"
+        "    assert warmup_factor(2) == 0.5\n\n\n"
+        "def test_ramp_half():\n"
+        "    assert ramp_factor(2) == 1\n"
+    ),
     "tests/test_kernel.py": (
         "from pkg.kernels import grouped_gemm_kernel\n"
         "from pkg.perm import permute_tokens\n\n\n"
@@ -1686,6 +1703,15 @@ def behind_code(tmp_path_factory):
         # ... and an acronym of the kernel the assertion is computed from (GGK) is a word of it
         (PromiseCategory.functional, "GroupedGemmBackend through GGK", PromiseVerdict.checked),
         (PromiseCategory.functional, "GroupedGemmBackend through GKG", PromiseVerdict.exercised),
+        # the test of the helper behind the class is named for what the class's name adds to
+        # the helper's ("clipped"): it was written for the promise ...
+        (PromiseCategory.functional, "Add ClippedScheduler for short runs", PromiseVerdict.checked),
+        # ... which a test named for the helper alone is not
+        (
+            PromiseCategory.functional,
+            "Add LinearScheduler for short runs",
+            PromiseVerdict.exercised,
+        ),
         # what a test asserts on by name is checked
         (PromiseCategory.functional, "permute_tokens reverses", PromiseVerdict.checked),
         (PromiseCategory.functional, "MuonConfig gains an lr", PromiseVerdict.unchecked),
