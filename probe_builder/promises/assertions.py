@@ -160,6 +160,9 @@ ASSERT_CALL = re.compile(r"^(assert\w*|fail)$")
 RESET_METHODS = re.compile(
     r"^(reset\w*|clear\w*|invalidate\w*|reinit\w*|refresh\w*|refit\w*|evict\w*|restart|offload\w*|onload\w*|wake_up|sleep|resume|load_state_dict|zero_\w*|free\w*|release\w*|restore\w*)$"
 )
+# The key under which a module's bindings hold the names its imports bind to modules: no
+# identifier can be it.
+MODULE_NAMES = "<modules>"
 # Receivers every call in a method goes through: binding through them would make every
 # assertion depend on everything the test touches.
 SHARED_RECEIVERS = frozenset({"self", "cls"})
@@ -616,8 +619,12 @@ def mentioned_names(expr: ast.AST) -> set[str]:
     return found
 
 
-def _bindings(function: ast.AST) -> list[tuple[set[str], ast.AST]]:
-    """(names bound, the expression they are bound from) for every binding in ``function``."""
+def _bindings(
+    function: ast.AST, modules: frozenset[str] = frozenset()
+) -> list[tuple[set[str], ast.AST]]:
+    """(names bound, the expression they are bound from) for every binding in ``function``;
+    a call through a module (``torch.save(model.state_dict(), path)``) binds nothing to the
+    module: it acts on what it is given, like a function's."""
     found: list[tuple[set[str], ast.AST]] = []
     spread = _spread_lists(function)
     given = _given_at_construction(function, spread)
@@ -637,7 +644,7 @@ def _bindings(function: ast.AST) -> list[tuple[set[str], ast.AST]]:
             found.append((mentioned_names(node.optional_vars), node.context_expr))
         elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
             func = node.value.func  # obj.update(x): obj now depends on update and x
-            if isinstance(func, ast.Attribute):
+            if isinstance(func, ast.Attribute) and _root_name(func) not in modules:
                 # ...and what obj was built around: wrapper.install() patches the wrapped
                 receiver = func.value.id if isinstance(func.value, ast.Name) else ""
                 found.append((mentioned_names(func.value) | given.get(receiver, set()), node.value))
@@ -816,7 +823,7 @@ def dependencies(
 ) -> dict[str, set[str]]:
     """For each name bound in ``function``, the names its value is computed from (through
     the ``outer`` bindings, a module's, too)."""
-    bindings = _bindings(function)
+    bindings = _bindings(function, frozenset((outer or {}).get(MODULE_NAMES, ())))
     depends: dict[str, set[str]] = {k: set(v) for k, v in (outer or {}).items()}
     for _ in range(3):  # a short fixpoint through chains of names
         for targets, value in bindings:
@@ -835,7 +842,9 @@ def depends_on(expr: ast.AST, depends: dict[str, set[str]]) -> frozenset[str]:
 def module_dependencies(tree: ast.Module) -> dict[str, set[str]]:
     """Names bound at module level (``fused = FusedThing()``) and what they are built from;
     a name an import anywhere in the file binds under another (``from pkg import
-    DistributedDataParallel as DDP``) is built from the name it stands for."""
+    DistributedDataParallel as DDP``) is built from the name it stands for. Under
+    :data:`MODULE_NAMES`, the names its imports bind to modules (``torch``, ``dist`` of
+    ``import torch.distributed as dist``)."""
     statements = [
         s
         for s in tree.body
@@ -845,6 +854,7 @@ def module_dependencies(tree: ast.Module) -> dict[str, set[str]]:
     for binding in import_bindings(tree):
         if binding.attribute and binding.attribute != binding.name:
             found.setdefault(binding.name, set()).add(binding.attribute)
+    found[MODULE_NAMES] = {b.name for b in import_bindings(tree) if b.attribute is None}
     return found
 
 

@@ -2518,3 +2518,31 @@ def test_a_name_an_import_binds_under_another_stands_for_the_name_it_imports(imp
     assert _verdict(PromiseCategory.functional, "BucketedSync splits into buckets", code) is (
         verdict
     )
+
+
+@pytest.mark.parametrize(
+    ("call", "verdict"),
+    [
+        # a call through a module acts on what it is given, not on the module: an assertion
+        # that then reads the module is true or false whatever build_block builds
+        ("torch.save(block.state_dict(), path)", PromiseVerdict.exercised),
+        ("torch.cuda.synchronize(block)", PromiseVerdict.exercised),
+        # a method of an object the test holds acts on that object, which a later read of it
+        # depends on
+        ("torch_runner.save(block.state_dict(), path)", PromiseVerdict.checked),
+    ],
+)
+def test_a_call_through_a_module_binds_nothing_to_the_module(call, verdict):
+    receiver = call.split(".")[0]
+    source = f"""
+    import torch
+    from pkg import build_block
+
+
+    def test_block_saves(path, torch_runner):
+        block = build_block("G")
+        {call}
+        assert {receiver}.device_count() == 2
+    """
+    code = _code(source, "build_block")
+    assert _verdict(PromiseCategory.functional, "build_block builds a block", code) is verdict
