@@ -227,6 +227,8 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         # x kernel", "fuse x with y")
         r"^(add\w*|implement\w*|introduc\w*)?\s*(an? )?(new )?fused [\w`-]+ (kernel|op)\b",
         r"^fus(e|es|ing)\b[^.]{0,60}\b(with|and|\+)\b",
+        # ... or into the op after it (not several calls into one: fewer calls, traffic)
+        r"^fus(e|es|ing)\b[^.]{0,60}\binto\b(?! (a |one )?(single|unified|one)\b)",
         r"^fused\b[^.]{0,60}(\+|\band\b)",  # a title naming the fusion done ("Fused a + b")
         r"\b(replac|remov|avoid|eliminat)\w*\b[^.]{0,20}\bblocking\b",
         r"\bfus(e|es|ed|ing)\b[^.]{0,20}\+[^.]{0,60}\bkernel\b",

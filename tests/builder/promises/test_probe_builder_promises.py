@@ -410,6 +410,10 @@ def test_a_collectives_name_is_not_the_verb_reduce():
     assert _body_categories("Fuse the per-group AlltoAll calls into a single one.") == [
         PromiseCategory.traffic
     ]
+    # a collective fused into the op after it is one launch fewer: time
+    assert _body_categories("Fuse the closing all-gather into the output projection.") == [
+        PromiseCategory.time
+    ]
     assert PromiseCategory.time not in _body_categories(
         "It reduces the memory required for the loss calculation."
     )
@@ -885,6 +889,7 @@ def test_a_title_naming_ci_inside_a_word_or_tagged_otherwise_still_promises(titl
         ("Use an iterator so as not to hold all the shards in memory at once.", "memory"),
         ("Support meta device init for the critic.", "memory"),
         ("Fuse the rotary embedding with the cache write.", "time"),
+        ("Fuse the bias add into the preceding grouped GEMM.", "time"),
         ("Add a fused norm_quant kernel.", "time"),
         ("Replace the blocking tensor construction with a cached one.", "time"),
         ("Routing decisions are recorded at inference and replayed during the update.", "state"),
