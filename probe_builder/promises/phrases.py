@@ -148,6 +148,9 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         # memory spent that need not be: a fix of the excess, or not holding it all at once
         r"\b(more|extra|excess\w*|unnecessary|redundant) (\w+ )?memory\b|\bin memory at once\b",
         r"\bmemory[- ](retention|regression|growth|bloat)\b",
+        # memory held under a ceiling ("cap the intermediate memory"; not a memory-bound kernel)
+        r"\b(cap(s|ped|ping)?|limit(ed|ing)|bound(ed|ing))\b[^.]{0,30}\b(memory|vram)\b"
+        r"(?![- ]bound)",
         r"\b(avoid|eliminat|remov|cut)\w*\b[^.]{0,30}\bmemory (overhead|cost|waste)\b",
         r"\bleak\w*\b[^.]{0,30}\bmemory\b",
         r"\b(prevent\w*|avoid\w*|without|no longer)\b[^.]{0,20}\bhold\w*\b[^.]{0,40}\bin memory\b",

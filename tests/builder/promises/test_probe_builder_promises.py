@@ -887,6 +887,7 @@ def test_a_title_naming_ci_inside_a_word_or_tagged_otherwise_still_promises(titl
     [
         ("Fix a bug causing more memory than needed to be used by the loader.", "memory"),
         ("Use an iterator so as not to hold all the shards in memory at once.", "memory"),
+        ("Cap the workspace memory the sampler needs for large batches.", "memory"),
         ("Support meta device init for the critic.", "memory"),
         ("Fuse the rotary embedding with the cache write.", "time"),
         ("Fuse the bias add into the preceding grouped GEMM.", "time"),
@@ -911,6 +912,12 @@ def test_cues_found_on_unseen_descriptions(sentence, category):
         category, PromiseCategory.state
     )
     assert wanted in _body_categories(sentence)
+
+
+def test_a_limit_named_as_a_setting_is_not_memory_capped():
+    assert PromiseCategory.memory not in _body_categories(
+        "The limit on GPU memory utilization is read from the config."
+    )
 
 
 def test_symmetric_memory_is_a_communication_mechanism_not_a_memory_promise():
