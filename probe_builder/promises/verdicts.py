@@ -356,10 +356,16 @@ def _functional(test: TestTraits, sites: list[AssertionSite]) -> AssertionSite |
 # What a promise names as its observable, and the assertion that reads it: a promise about
 # how many or how large (padding, chunks, a limit on samples, a split into shards) is checked
 # by a length or a shape; one about a number format or a precision ("FP32 logits", "dtype
-# customization") by a dtype.
+# customization") by a dtype; a memory promise about what the code holds (a buffer's size, a
+# scratch space, slots provisioned) by the size of what it allocates.
 SIZED = re.compile(
     r"\b(pad\w*|chunk\w*|split\w*|shard\w*|limit\w*|truncat\w*|max\w*|number of|sizes?"
     r"|lengths?|counts?|slic\w*|partition\w*|sampl\w*|batch\w*)\b",
+    re.I,
+)
+HELD = re.compile(
+    r"\b(sizes?|buffers?|scratch|workspaces?|allocat\w*|(over|under)[- ]?provision\w*"
+    r"|capacity|slots?|pools?)\b",
     re.I,
 )
 SIZE_ASSERTION = re.compile(r"\blen\(|\.shape\b|\.size\(|\.numel\(")
@@ -373,6 +379,7 @@ NAMED_OBSERVABLES: tuple[
     tuple[re.Pattern[str], re.Pattern[str], frozenset[PromiseCategory]], ...
 ] = (
     (SIZED, SIZE_ASSERTION, frozenset({PromiseCategory.functional})),
+    (HELD, SIZE_ASSERTION, frozenset({PromiseCategory.memory})),
     (PRECISION, DTYPE_ASSERTION, frozenset({PromiseCategory.functional, PromiseCategory.numeric})),
 )
 
@@ -400,7 +407,8 @@ RULES: dict[PromiseCategory, Rule] = {
     PromiseCategory.functional: _functional,
 }
 # Categories whose observable is read by the test itself (a memory API, a timer, a
-# counted call): the assertion need not be computed from the linked symbol.
+# counted call): an assertion on that resource need not be computed from the linked symbol;
+# any other (the size of a buffer the code allocates) must be.
 OBSERVED_BY_THE_TEST = (PromiseCategory.memory, PromiseCategory.time, PromiseCategory.traffic)
 
 
@@ -409,7 +417,7 @@ def _on_linked(
 ) -> list[AssertionSite]:
     """The assertions whose value is computed from a linked symbol."""
     if category in OBSERVED_BY_THE_TEST:
-        return sites
+        return [s for s in sites if s.kind is AssertionKind.resource or s.depends_on & names]
     return [s for s in sites if s.depends_on & names]
 
 

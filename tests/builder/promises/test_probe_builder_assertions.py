@@ -2546,3 +2546,33 @@ def test_a_call_through_a_module_binds_nothing_to_the_module(call, verdict):
     """
     code = _code(source, "build_block")
     assert _verdict(PromiseCategory.functional, "build_block builds a block", code) is verdict
+
+
+@pytest.mark.parametrize(
+    ("quote", "assertion", "verdict"),
+    [
+        # what the code holds, read by the size of what it allocates
+        ("Shrink the scratch buffer of the Sampler", "sampler.scratch.shape[0] == 64", "checked"),
+        ("Fix over-provisioning of Sampler slots", "len(sampler.slots) == 8", "checked"),
+        # ... not by the size of a tensor the test made itself
+        ("Shrink the scratch buffer of the Sampler", "probe.shape[0] == 64", "exercised"),
+        # a promise of less memory, naming nothing held, wants the memory measured
+        ("Use less memory in the Sampler", "sampler.scratch.shape[0] == 64", "exercised"),
+    ],
+)
+def test_a_memory_promise_about_what_the_code_holds_is_checked_by_its_size(
+    quote, assertion, verdict
+):
+    source = f"""
+    import torch
+    from pkg import Sampler
+
+
+    def test_sampler_sizes():
+        sampler = Sampler(batch=8)
+        probe = torch.zeros(64)
+        sampler.step(probe)
+        assert {assertion}
+    """
+    code = _code(source, "Sampler")
+    assert _verdict(PromiseCategory.memory, quote, code) is PromiseVerdict(verdict)
