@@ -50,7 +50,7 @@ but do not assert that; ``unchecked``: no added test reaches it. The rules are a
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from probe_builder.promises.assertions import (
@@ -442,8 +442,16 @@ def aspect_of(promise: ExtractedPromise, linked: Link) -> frozenset[str]:
     """What the quote says beyond the names of the symbols it is linked to ("blockwise" in
     "support 'blockwise' tp_mode"): the words an assertion on the promise, rather than on
     something else the code behind it does, mentions."""
-    named = frozenset().union(*(words_of(name) for name in linked.names))
-    return words_of(promise.quote) - named
+    return words_of(promise.quote) - _words_of_all(linked.names)
+
+
+def _words_of_all(texts: Iterable[str]) -> frozenset[str]:
+    return frozenset().union(*(words_of(text) for text in texts))
+
+
+def _uses(texts: Iterable[str], words: frozenset[str]) -> bool:
+    """One of ``texts`` uses one of ``words``, however inflected."""
+    return bool(_stems(_words_of_all(texts)) & _stems(words))
 
 
 def _bears_on(site: AssertionSite, aspect: frozenset[str]) -> bool:
@@ -451,17 +459,14 @@ def _bears_on(site: AssertionSite, aspect: frozenset[str]) -> bool:
     word of the promise's aspect, however inflected ("padding" in the quote, ``pad`` in the
     test's name), or spell it as an acronym ("MoE" in the quote, ``TestMixtureOfExperts``)."""
     texts = (site.text, site.test, *site.depends_on)
-    words = frozenset().union(*(words_of(text) for text in texts))
-    if _stems(words) & _stems(aspect):
+    if _uses(texts, aspect):
         return True
     return bool(frozenset().union(*(initialisms(text) for text in texts)) & aspect)
 
 
 def _says(site: AssertionSite, words: frozenset[str]) -> bool:
     """The assertion's own text or its test's name uses one of ``words``, however inflected."""
-    if not words:
-        return False
-    return bool(_stems(words_of(site.text) | words_of(site.test)) & _stems(words))
+    return _uses((site.text, site.test), words)
 
 
 def _named_for(quote_words: frozenset[str], test: TestTraits) -> bool:
@@ -637,8 +642,7 @@ def _linked_only(linked: Link, reached: _Reach) -> frozenset[str]:
     """The words of the linked symbols that the code behind them does not use ("frozen" of
     ``_frozen_fields`` behind which ``__setattr__`` refuses): what the promise adds to that
     code, when an assertion or its test says it in so many words."""
-    behind = frozenset().union(*(words_of(n) for n in reached.behind.names - linked.names))
-    return frozenset().union(*(words_of(n) for n in linked.names)) - behind
+    return _words_of_all(linked.names) - _words_of_all(reached.behind.names - linked.names)
 
 
 def _check_beside(
