@@ -851,10 +851,11 @@ def module_dependencies(tree: ast.Module) -> dict[str, set[str]]:
         if not isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
     ]
     found = dependencies(ast.Module(body=statements, type_ignores=[]))
-    for binding in import_bindings(tree):
+    imports = import_bindings(tree)
+    for binding in imports:
         if binding.attribute and binding.attribute != binding.name:
             found.setdefault(binding.name, set()).add(binding.attribute)
-    found[MODULE_NAMES] = {b.name for b in import_bindings(tree) if b.attribute is None}
+    found[MODULE_NAMES] = {b.name for b in imports if b.attribute is None}
     return found
 
 
