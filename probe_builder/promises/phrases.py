@@ -55,8 +55,9 @@ _STATE_BEHAVIOURS = (
     r"|\bdata[- ](corruption )?races?\b|\bsticky\b",
     r"\bcache (snapshots?|hits?|entries|invalidation)\b|\bevict\w*",
     r"\b(onload|reload)\w*\b|\bwake[-_ ]?up\b|\bawake\b|\bsleep\b|\bpaus(e|es|ing)\b",
-    # what one call records, a later one replays; what is built once and kept
-    r"(?<!graph )(?<!graphs )\breplay(s|ed|ing)?\b(?! time)",
+    # what one call records, a later one replays (not a captured graph: replaying one is its
+    # mode); what is built once and kept
+    r"^(?![\s\S]*\b(cuda[- ]?)?graphs?\b)[\s\S]*\breplay(s|ed|ing)?\b(?! time)",
     r"\brecord\w*\b[^.]{0,80}\breplay\w*|\breplay\w*\b[^.]{0,60}\brecord\w*",
     r"\b(built|computed|created|initiali[sz]ed|allocated) once\b|\bcache (it|them)\b"
     r"|\bper[- ](device|step|request) cache\b",

@@ -936,6 +936,18 @@ def test_reverts_limits_and_ci_time_are_not_promises():
     assert PromiseCategory.state not in _body_categories("Cut the CUDA graph replay time.")
 
 
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Every decode step after the warmup only replays the captured CUDA graph.",
+        "The buffers stay fixed, so the kernel is safe to replay inside a cudagraph.",
+        "Pad the lengths so one graph serves any number of images during replays.",
+    ],
+)
+def test_a_graph_replayed_is_its_mode_not_state_kept_across_calls(sentence):
+    assert PromiseCategory.state not in _body_categories(sentence)
+
+
 def test_a_tested_with_line_reports_how_it_was_tested_not_a_promise():
     assert _body_categories("Tested with a small model at varying GPU memory utilization.") == []
 
