@@ -64,6 +64,8 @@ from probe_builder.promises.phrases import (
     READOUT_PAIR,
     RESTRUCTURE,
     SCOPE_LIMIT,
+    SHORTFALL_FIXED,
+    SLOWER_ADMITTED,
     SOLUTION_OPENING,
     STATE_BEHAVIOUR,
     TEST_SECTIONS,
@@ -247,6 +249,8 @@ def _categories(sentence: Sentence) -> list[PromiseCategory]:
     if LIMITATION.search(text):  # what the change does not do, or not yet
         found = [c for c in found if c not in (PromiseCategory.mode, PromiseCategory.state)]
     found = _without_costs(text, found)
+    if SLOWER_ADMITTED.search(text) and not SHORTFALL_FIXED.search(text):
+        found = [c for c in found if c is not PromiseCategory.time]  # a shortfall admitted
     if not found and _claims_behaviour(sentence):
         found = [PromiseCategory.functional]
     return found

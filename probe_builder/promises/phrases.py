@@ -455,6 +455,17 @@ COST = rx(
     r"\bat the (cost|expense) of\b",
     r"\b(comes|come) with (a |an |some )?(small |slight )?(cost|overhead)\b",
 )
+# Speed the change admits it falls short of ("latency is slightly higher with async TP", "we
+# have not optimized it yet"): a limitation, not a time promise, unless the sentence fixes it.
+SLOWER_ADMITTED = rx(
+    r"\b(latency|overhead) (is |was |are |gets )?(slightly |a bit |somewhat )?(higher|worse)\b",
+    r"\b(throughput|performance|speed) (is |was |are |gets )?(slightly |a bit |somewhat )?"
+    r"(lower|worse|slower)\b",
+    r"\bstill (has|have|shows?) (some )?performance (issues?|problems?|gaps?)\b",
+    r"\b(have|has)( not|n'?t)( yet)?( really)? (been )?optimi[sz]ed\b",
+    r"\bnot (yet )?(been )?optimi[sz]ed\b",
+)
+SHORTFALL_FIXED = rx(r"\b(fix\w*|resolv\w*|solv\w*)\b")
 # What the change works with only: what it names after the phrase is its scope, not a promise
 # (unlike "may not fit in memory", which tells the problem the change fixes).
 SCOPE_LIMIT = rx(_ONLY_COMPATIBLE, r"\b(is |are )?only works? (with|on|for|in|under|by)\b")

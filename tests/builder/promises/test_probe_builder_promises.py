@@ -948,6 +948,31 @@ def test_a_graph_replayed_is_its_mode_not_state_kept_across_calls(sentence):
     assert PromiseCategory.state not in _body_categories(sentence)
 
 
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Latency is slightly higher with the sharded sampler on long prompts.",
+        "The decode throughput is somewhat lower than the eager path for now.",
+        "The int8 kernels still have performance issues compared with the bf16 throughput.",
+        "Throughput is not optimized yet for the new runner; we will improve it later.",
+        "We haven't optimized the performance of the new decode path.",
+    ],
+)
+def test_speed_the_change_admits_it_falls_short_of_is_not_a_time_promise(sentence):
+    assert PromiseCategory.time not in _body_categories(sentence)
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "The new kernel has lower latency on long prompts.",
+        "Fix the higher latency of the sharded sampler on long prompts.",
+    ],
+)
+def test_speed_gained_or_a_shortfall_fixed_still_promises_time(sentence):
+    assert PromiseCategory.time in _body_categories(sentence)
+
+
 def test_a_tested_with_line_reports_how_it_was_tested_not_a_promise():
     assert _body_categories("Tested with a small model at varying GPU memory utilization.") == []
 
