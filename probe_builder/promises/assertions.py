@@ -171,6 +171,14 @@ SAVE_NAMES = re.compile(r"(^|_)(save|dump|serialize|write|checkpoint)(_|$)|^stat
 LOAD_NAMES = re.compile(
     r"(^|_)(load|restore|deserialize|read|resume)(_|$)|^load_state_dict$|^from_pretrained$", re.I
 )
+# A call that carries one model's weights into another (``swap_model_weights(src, dst)``,
+# ``sync_weights``, a refit): what is asserted on the receiver afterwards is state carried
+# over, as after a save and a load.
+TRANSFER_NAMES = re.compile(
+    r"(^|_)(swap|sync|synchroni[sz]e|transfer|refit|broadcast|send|update|copy)_(\w+_)?"
+    r"(weights?|params|parameters)(_|$)|(^|_)refit(_|$)",
+    re.I,
+)
 # Functions pytest calls around tests, or a file's private helpers: not entry points.
 FIXTURE = re.compile(r"^(_|setup|teardown|setUp|tearDown)")
 # Methods pytest and unittest run before each test of their class: what they build
@@ -225,7 +233,7 @@ class TestTraits:
     talks_comm: bool  # mentions a communication primitive
     multi_rank: bool = False  # starts or joins a group of several ranks
     helpers: frozenset[str] = frozenset()  # functions of its own file it calls
-    round_trip_line: int | None = None  # a load after a save
+    round_trip_line: int | None = None  # a load after a save, or weights carried over
     modules: frozenset[str] = frozenset()  # modules it takes names from, through its file's imports
 
 
@@ -553,7 +561,8 @@ def switches_mode(function: ast.AST) -> bool:
 
 
 def _round_trip_line(function: ast.AST) -> int | None:
-    """The line of the first load-like call after a save-like call, if any."""
+    """The line of the first load-like call after a save-like call, or of the first call
+    that carries weights from one model into another, if any."""
     calls = sorted(
         (node.lineno, (call_name(node) or "").rsplit(".", 1)[-1])
         for node in ast.walk(function)
@@ -561,7 +570,7 @@ def _round_trip_line(function: ast.AST) -> int | None:
     )
     saved = False
     for line, name in calls:
-        if saved and LOAD_NAMES.search(name):
+        if (saved and LOAD_NAMES.search(name)) or TRANSFER_NAMES.search(name):
             return line
         saved = saved or SAVE_NAMES.search(name) is not None
     return None

@@ -767,6 +767,38 @@ def test_a_value_asserted_after_a_save_and_load_checks_a_state_promise():
     assert _verdict(PromiseCategory.state, quote, code) is PromiseVerdict.exercised
 
 
+WEIGHTS_CARRIED_TEST = """
+import torch
+from pkg import build_model, swap_model_weights
+
+
+def test_weights_land_in_another_layout():
+    src, dst = build_model(tp=1), build_model(tp=2)
+    {before}
+    swap_model_weights([src], [dst])
+    {after}
+"""
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "verdict"),
+    [
+        # the receiver's outputs compared after the weights were carried into it
+        ("pass", "assert torch.allclose(dst(1), src(1))", PromiseVerdict.checked),
+        # the same comparison before the transfer says nothing of it
+        ("assert torch.allclose(dst(1), src(1))", "pass", PromiseVerdict.exercised),
+    ],
+)
+def test_a_value_asserted_after_weights_are_carried_into_another_model_checks_state(
+    before, after, verdict
+):
+    # A verdict that took only a save then a load as a round trip says exercised for both.
+    source = WEIGHTS_CARRIED_TEST.format(before=before, after=after)
+    code = _code(source, "swap_model_weights", "build_model")
+    quote = "swap_model_weights refits the destination model"
+    assert _verdict(PromiseCategory.state, quote, code) is verdict
+
+
 HELPER_AFTER_LOAD_TEST = """
 from pkg import Store
 
