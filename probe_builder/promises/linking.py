@@ -121,6 +121,29 @@ def initialisms(text: str) -> frozenset[str]:
     return frozenset(found)
 
 
+def spelled_acronyms(quote: str) -> frozenset[str]:
+    """The acronyms a quote spells out: the initials of every run of three to five of its
+    consecutive words ("Maximal Update Parameterization" gives "mup", "mixture of
+    experts" "moe"), for a name that abbreviates what the prose says in full."""
+    shortest, longest = INITIALISM_WORDS
+    words = re.findall(r"[A-Za-z]+", quote)
+    return frozenset(
+        "".join(w[0] for w in words[start:end]).lower()
+        for start in range(len(words))
+        for end in range(start + shortest, min(len(words), start + longest) + 1)
+    )
+
+
+def name_words(name: str) -> frozenset[str]:
+    """The lower-cased parts of a name, split at dots, underscores and case changes
+    (``TestMTPInference.test_mup_scale`` gives "test", "mtp", "inference", "mup", "scale")."""
+    return frozenset(
+        part.lower()
+        for token in re.findall(r"[A-Za-z0-9]+", name)
+        for part in _CAMEL.findall(token)
+    )
+
+
 def identifiers_of(text: str) -> frozenset[str]:
     """Identifier-looking tokens of a quote: snake_case, CamelCase or dotted names."""
     found = set()

@@ -73,11 +73,13 @@ from probe_builder.promises.linking import (
     initialisms,
     link,
     name_parts,
+    name_words,
     nearby_scripts,
     nearby_tests,
     reaching_scripts,
     reaching_tests,
     running_scripts,
+    spelled_acronyms,
     words_of,
 )
 from task_registry.types import PromiseCategory, PromiseVerdict
@@ -469,12 +471,15 @@ def _says(site: AssertionSite, words: frozenset[str]) -> bool:
     return _uses((site.text, site.test), words)
 
 
-def _named_for(quote_words: frozenset[str], test: TestTraits) -> bool:
+def _named_for(quote_words: frozenset[str], acronyms: frozenset[str], test: TestTraits) -> bool:
     """The test's own name, with its class's, uses several words of the quote
     (``test_tied_parameters_share_one_weight`` for "Fix tied parameters",
-    ``TestInferenceWandbLogging.test_stats`` for "wandb Inference stats logging"): it was
-    written for this promise. A word and the same word with its number ("mxfp",
-    "mxfp8") are one."""
+    ``TestInferenceWandbLogging.test_stats`` for "wandb Inference stats logging"), or
+    abbreviates three or more of them (``test_mup_scales`` for "Maximal Update
+    Parameterization", :func:`spelled_acronyms`): it was written for this promise. A word
+    and the same word with its number ("mxfp", "mxfp8") are one."""
+    if name_words(test.name) & acronyms:
+        return True
     shared = _stems(words_of(test.name)) & _stems(quote_words)
     distinct = {w for w in shared if not any(o != w and o.startswith(w) for o in shared)}
     return len(distinct) >= NAMED_FOR_WORDS
@@ -623,7 +628,8 @@ def _checking_site(
         if found is not None:
             return (*found, VIA_CHANGE)
     quote_words = words_of(promise.quote)
-    named_for = [t for t in code.profile.tests if _named_for(quote_words, t)]
+    acronyms = spelled_acronyms(promise.quote)
+    named_for = [t for t in code.profile.tests if _named_for(quote_words, acronyms, t)]
     if promise.category is PromiseCategory.state:
         # a save and a load of the changed code, then a value asserted: the state promised
         named_for += [t for t in reached.tests if t.round_trip_line and t not in named_for]

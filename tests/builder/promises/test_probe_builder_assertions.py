@@ -2072,6 +2072,11 @@ def _in_class(cls: str) -> str:
         # "mxfp" and "mxfp8" are one word of the quote, not two
         (_in_class("QuantizeToMXFP8"), "MXFP8 refit", "exercised"),
         (_in_class("MXFP8Refit"), "MXFP8 refit", "checked"),
+        # a name that abbreviates what the quote spells out: "tpe", "mup"
+        (_named("tpe_records_per_layer"), "Tokens per expert logging", "checked"),
+        (_named("mup_scales_width"), "Maximal update parameterization", "checked"),
+        # ... not of two words, which too many names abbreviate by chance
+        (_named("tp_scales_width"), "Tensor parallel sharding", "exercised"),
     ],
 )
 def test_a_test_whose_name_or_class_uses_the_quotes_words_is_named_for_it(source, quote, verdict):
