@@ -1110,7 +1110,9 @@ def profile_source(
             continue
         touched.append((definition.qualname, definition.node))
         outer = set_up.get(_owner(definition.qualname), module)
-        sites.extend(_sites(source, definition.qualname, definition.node, added, outer, returned))
+        # cases added to its parametrization only: its unchanged assertions check them
+        lines = None if _new_cases_only(definition, added) else added
+        sites.extend(_sites(source, definition.qualname, definition.node, lines, outer, returned))
     # A helper a new or changed test calls asserts on what the test gives it, changed or not:
     # a case added to a test that runs an existing checker is checked by that checker.
     done = {qualname for qualname, _ in touched}
@@ -1151,6 +1153,16 @@ def profile_source(
         for view in through_calls(qualname, node, sites, functions, module)
     ]
     return AssertionProfile(tuple(sites), tuple(tests), called=(*views, *foreign))
+
+
+def _new_cases_only(definition: Definition, added: set[int] | None) -> bool:
+    """The patch added lines to the test's decorators (a ``parametrize`` list's new cases)
+    and none to its body: what its assertions check now runs on the new cases too."""
+    if added is None or not definition.is_function:
+        return False
+    body = range(definition.node.lineno, definition.node.end_lineno + 1)  # type: ignore[operator]
+    changed = set(definition.lines()) & added
+    return bool(changed) and not changed & set(body)
 
 
 def _owner(qualname: str) -> str:

@@ -2613,3 +2613,44 @@ def test_a_memory_promise_about_what_the_code_holds_is_checked_by_its_size(
     """
     code = _code(source, "Sampler")
     assert _verdict(PromiseCategory.memory, quote, code) is PromiseVerdict(verdict)
+
+
+NEW_CASES_TEST = """
+import math
+
+import pytest
+from pkg import count_flops
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        "llama",
+        "mistral",
+    ],
+)
+def test_counted_flops_match(model):
+    expected = {"llama": 1.0, "mistral": 2.0}[model]
+    assert math.isclose(count_flops(model), expected)
+"""
+
+
+@pytest.mark.parametrize(
+    ("added", "kept"),
+    [
+        # a case added to the parametrization: the unchanged assertion checks it too
+        ({11}, True),
+        # a line of the body changed, not the assertion: only added assertions count
+        ({15}, False),
+    ],
+)
+def test_cases_added_to_a_tests_parametrization_are_checked_by_its_assertions(added, kept):
+    # A profile that took only added assertion lines drops the first case's assertion.
+    source = textwrap.dedent(NEW_CASES_TEST).lstrip()
+    assert source.splitlines()[10].strip() == '"mistral",'
+    profile = profile_source("tests/test_flops.py", source, added)
+    assert bool(profile.in_test(profile.tests[0])) is kept
+    code = CodeUnderTest(profile, (changed_symbol("count_flops", None, "pkg.py"),))
+    quote = "count_flops supports mistral"
+    said = _verdict(PromiseCategory.functional, quote, code, position=1)
+    assert said is (PromiseVerdict.checked if kept else PromiseVerdict.exercised)
