@@ -235,6 +235,7 @@ class TestTraits:
     helpers: frozenset[str] = frozenset()  # functions of its own file it calls
     round_trip_line: int | None = None  # a load after a save, or weights carried over
     modules: frozenset[str] = frozenset()  # modules it takes names from, through its file's imports
+    cases: tuple[str, ...] = ()  # the strings of its parametrization: its cases' ids
 
 
 @dataclass(frozen=True)
@@ -922,7 +923,24 @@ def _traits(
         helpers=helpers,
         round_trip_line=_round_trip_line(function),
         modules=_modules_used(references, imports or {}),
+        cases=_case_strings(function),
     )
+
+
+def _case_strings(function: ast.AST) -> tuple[str, ...]:
+    """The string values and ids of the function's ``parametrize`` decorators (pytest names
+    each case after them: ``test_flops[mistral]``), in order, without repeats."""
+    found: dict[str, None] = {}
+    for decorator in getattr(function, "decorator_list", []):
+        if not isinstance(decorator, ast.Call):
+            continue
+        if not (dotted_name(decorator.func) or "").endswith("parametrize"):
+            continue
+        for argument in (*decorator.args[1:], *(k.value for k in decorator.keywords)):
+            for node in ast.walk(argument):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                    found.setdefault(node.value, None)
+    return tuple(found)
 
 
 def _helpers_called(

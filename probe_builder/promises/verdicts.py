@@ -456,19 +456,21 @@ def _uses(texts: Iterable[str], words: frozenset[str]) -> bool:
     return bool(_stems(_words_of_all(texts)) & _stems(words))
 
 
-def _bears_on(site: AssertionSite, aspect: frozenset[str]) -> bool:
-    """The assertion's text, its test's name or the names its value is computed from use a
-    word of the promise's aspect, however inflected ("padding" in the quote, ``pad`` in the
-    test's name), or spell it as an acronym ("MoE" in the quote, ``TestMixtureOfExperts``)."""
-    texts = (site.text, site.test, *site.depends_on)
+def _bears_on(site: AssertionSite, aspect: frozenset[str], cases: Sequence[str] = ()) -> bool:
+    """The assertion's text, its test's name (with its cases' ids: ``test_flops[mistral]``) or
+    the names its value is computed from use a word of the promise's aspect, however
+    inflected ("padding" in the quote, ``pad`` in the test's name), or spell it as an acronym
+    ("MoE" in the quote, ``TestMixtureOfExperts``)."""
+    texts = (site.text, site.test, *cases, *site.depends_on)
     if _uses(texts, aspect):
         return True
     return bool(frozenset().union(*(initialisms(text) for text in texts)) & aspect)
 
 
-def _says(site: AssertionSite, words: frozenset[str]) -> bool:
-    """The assertion's own text or its test's name uses one of ``words``, however inflected."""
-    return _uses((site.text, site.test), words)
+def _says(site: AssertionSite, words: frozenset[str], cases: Sequence[str] = ()) -> bool:
+    """The assertion's own text or its test's name (with its cases' ids) uses one of
+    ``words``, however inflected."""
+    return _uses((site.text, site.test, *cases), words)
 
 
 def _named_for(quote_words: frozenset[str], acronyms: frozenset[str], test: TestTraits) -> bool:
@@ -522,7 +524,8 @@ def _sites_for(
         if names:
             sites = _on_linked(sites, names, promise.category)
         if bearing and aspect is not None:
-            sites = [s for s in sites if _bears_on(s, aspect) or _says(s, said)]
+            cases = test.cases
+            sites = [s for s in sites if _bears_on(s, aspect, cases) or _says(s, said, cases)]
         return sites
 
     return sites_of

@@ -2654,3 +2654,29 @@ def test_cases_added_to_a_tests_parametrization_are_checked_by_its_assertions(ad
     quote = "count_flops supports mistral"
     said = _verdict(PromiseCategory.functional, quote, code, position=1)
     assert said is (PromiseVerdict.checked if kept else PromiseVerdict.exercised)
+
+
+CASE_IDS_TEST = """
+import pytest
+from pkg import engine_step
+
+
+@pytest.mark.parametrize("model", [{models}])
+def test_step_returns_tokens(model):
+    assert engine_step(model) == [3]
+"""
+
+
+@pytest.mark.parametrize(
+    ("models", "verdict"),
+    [
+        # pytest names the case test_step_returns_tokens[mistral]: a test of the title's word
+        ('"llama", "mistral"', PromiseVerdict.checked),
+        ('"llama", "qwen"', PromiseVerdict.exercised),
+    ],
+)
+def test_a_tests_case_ids_are_part_of_its_name(models, verdict):
+    # A verdict that read only the test's function name says exercised for both.
+    code = _code(CASE_IDS_TEST.format(models=models), "engine_step")
+    promise = ExtractedPromise(category=PromiseCategory.functional, quote="Mistral support")
+    assert judge_promises([promise], code)[0].verdict is verdict
