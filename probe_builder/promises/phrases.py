@@ -421,7 +421,8 @@ MEASURING = rx(
     r"\b(log(s|ging|ged)?|logger|profil\w*|visuali[sz]\w*|monitor\w*|metrics?|trac(e|ing))\b",
     r"\bsnapshots? (dump|visuali)\w*",
     r"\b(add|adds|added|report\w*|comput\w*|calculat\w*|estimat\w*)\b[^.]{0,15}\bmfu\b"
-    r"|\bflops? (calculation|estimat\w*|count\w*|accounting)\b",
+    r"|\bflops? (calculation|estimat\w*|count\w*|accounting)\b"
+    r"|\bmfu (comput|calculat|estimat)\w*",
 )
 # A failure of a resource fixed, even one met while measuring ("fix the OOM during memory
 # profiling"): a promise, where measuring alone is not.
@@ -678,6 +679,8 @@ DOCS_ONLY_TITLE = re.compile(
     r"\[(doc|docs|ci|tests?)\]|^\s*(\w+:\s*)?(doc|docs|ci|build|tests?)(\([^)]*\))?\s*:|\breadme\b"
     # a title that opens with CI, or is a branch name of a CI change ("user/ci/auto-reminder")
     r"|^\s*ci\b(?![-_])|^\S*/ci/"
+    # a conventional commit scoped to CI, docs, tests or the build ("fix(ci): ...")
+    r"|^\s*\w+\((ci|docs?|tests?|build)\)!?\s*:"
     r"|\bdocumentation\b"
     r"|\btypos?\b"
     # the images and dependencies it is built with

@@ -868,6 +868,10 @@ def test_an_instruction_to_turn_the_feature_on_is_not_a_promise():
         "replay: ci: Bump the base container",
         "CI approve dev",
         "someone/ci/auto reminder bot",
+        # a conventional commit scoped to CI, docs or tests
+        "fix(ci): keep the merge queue from stalling on stale runs",
+        "feat(docs)!: describe the new resume flags",
+        "chore(tests): speed up the sharding suite",
     ],
 )
 def test_ci_build_process_and_legacy_removal_titles_promise_nothing(title):
@@ -912,6 +916,14 @@ def test_cues_found_on_unseen_descriptions(sentence, category):
         category, PromiseCategory.state
     )
     assert wanted in _body_categories(sentence)
+
+
+def test_a_scoped_fix_and_a_model_flops_utilisation_count():
+    # a conventional commit scoped to code still promises
+    assert extract_promises("fix(trainer): keep the merge queue from stalling", "") != []
+    # computing MFU measures time; it promises none
+    found = extract_promises("[perf] feat: qwen3 and gemma mfu compute support", "")
+    assert PromiseCategory.time not in {p.category for p in found}
 
 
 def test_a_limit_named_as_a_setting_is_not_memory_capped():
