@@ -111,27 +111,28 @@ def initialisms(text: str) -> frozenset[str]:
     """The acronyms the names of ``text`` spell: the initials of every run of three to five
     consecutive word parts of one name (``TestMixtureOfExperts`` gives "tmo", "moe",
     "tmoe")."""
-    shortest, longest = INITIALISM_WORDS
     found: set[str] = set()
     for token in re.findall(r"[A-Za-z0-9_]+", text):
         parts = [p for piece in token.split("_") for p in _CAMEL.findall(piece) if p.isalpha()]
-        for start in range(len(parts)):
-            for end in range(start + shortest, min(len(parts), start + longest) + 1):
-                found.add("".join(p[0] for p in parts[start:end]).lower())
+        found |= _initials_of_runs(parts)
     return frozenset(found)
+
+
+def _initials_of_runs(words: Sequence[str]) -> frozenset[str]:
+    """The lower-cased initials of every run of three to five consecutive ``words``."""
+    shortest, longest = INITIALISM_WORDS
+    return frozenset(
+        "".join(w[0] for w in words[start:end]).lower()
+        for start in range(len(words))
+        for end in range(start + shortest, min(len(words), start + longest) + 1)
+    )
 
 
 def spelled_acronyms(quote: str) -> frozenset[str]:
     """The acronyms a quote spells out: the initials of every run of three to five of its
     consecutive words ("Maximal Update Parameterization" gives "mup", "mixture of
     experts" "moe"), for a name that abbreviates what the prose says in full."""
-    shortest, longest = INITIALISM_WORDS
-    words = re.findall(r"[A-Za-z]+", quote)
-    return frozenset(
-        "".join(w[0] for w in words[start:end]).lower()
-        for start in range(len(words))
-        for end in range(start + shortest, min(len(words), start + longest) + 1)
-    )
+    return _initials_of_runs(re.findall(r"[A-Za-z]+", quote))
 
 
 def name_words(name: str) -> frozenset[str]:
