@@ -223,7 +223,7 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         # work spread over workers, collectives on faster paths
         r"(?<!tensor )(?<!data )(?<!pipeline )(?<!expert )(?<!context )(?<!sequence )"
         r"\bparallel (\w+[- ]){0,3}(load|init)\w*",
-        r"\bsymmetric[- ]memory\b|\bnvls\b|\bnvlink sharp\b",
+        r"\bnvls\b|\bnvlink sharp\b",
         r"\b(improv\w*|increas\w*|boost\w*|better|higher)\b[^.]{0,20}\bspeed\b",
         r"\btun(e|es|ed|ing)\b[^.]{0,30}\b(gemm|kernels?|configs?|moe|block sizes?)\b",
         r"\b(gemm|kernel)s? tuning\b|\bpinned memory\b|\bnon[- ]?blocking\b",
