@@ -159,7 +159,10 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\bvram (usage|footprint|consumption)\b",
         # memory given back, its owner named first ("release transient allocator memory")
         r"\b(releas|free|reclaim)\w*\b[^.]{0,60}\bmemory\b",
-        r"\b(free|releas|reclaim)\w*\b[^.]{0,30}\b(vram|activations?|workspaces?|buffers?)\b",
+        r"\b(free|releas|reclaim)\w*\b[^.]{0,30}\b(vram|activations?|workspaces?|buffers?"
+        r"|storage)\b",
+        r"\b(storage|buffers?|workspaces?|backups?)\b[^.]{0,20}\b(is|are|get|gets)"
+        r" (now )?(released|freed|reclaimed)\b(?! (under|as)\b)",  # not software released
         # blocks left allocated to no one; an allocation not made at all
         r"\bstrand\w*",
         r"\b(without|no|avoid\w*|not|never)\b[^.]{0,30}\b(additional|extra|separate|its own|new"

@@ -532,6 +532,10 @@ SENTENCE_CUES = [
     ("Fix workspace resize leaking reserved GPU memory.", C.memory, True),
     ("Release transient Python and accelerator allocator memory before wake.", C.memory, True),
     ("The default preserves existing peak VRAM.", C.memory, True),
+    # storage or buffers given back, the release named before or after them
+    ("Free the sharded parameter storage once the module is gone.", C.memory, True),
+    ("Snapshot buffers are freed after the restore completes.", C.memory, True),
+    ("The storage backend is released under the Apache license.", C.memory, False),
     # an OOM fixed is a memory promise even when met while profiling; a leak debugger is not
     ("Fix DeepSeek V3.2 OOM during CG memory profiling", C.memory, True),
     ("Add memory snapshot visualization to debug GPU memory leaks.", C.memory, False),
