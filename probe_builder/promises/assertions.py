@@ -660,7 +660,37 @@ def _bindings(
                 found.append((mentioned_names(func.value) | given.get(receiver, set()), node.value))
             else:  # patch(model): a call for its effect acts on what it is given
                 found.append((_argument_names(node.value, spread), func))
+        narrowed = _narrowed(node)
+        if narrowed is not None:
+            found.append(narrowed)
     return found
+
+
+def _narrowed(node: ast.AST) -> tuple[set[str], ast.AST] | None:
+    """``assert isinstance(experts, TEGroupedMLP)``: from there on the test holds that
+    ``experts`` is one of the class's objects (what a type checker narrows it to), so what is
+    computed from it is computed from the class, however it was reached (``layer.experts``)."""
+    if isinstance(node, ast.Assert):
+        call = node.test
+    elif isinstance(node, ast.Expr):
+        call = node.value
+    else:
+        return None
+    if not isinstance(call, ast.Call) or len(call.args) < 2:
+        return None
+    func = call.func
+    name = (
+        func.id
+        if isinstance(func, ast.Name)
+        else func.attr
+        if isinstance(func, ast.Attribute)
+        else ""
+    )
+    wanted = "isinstance" if isinstance(node, ast.Assert) else "assertIsInstance"
+    subject = call.args[0]
+    if name != wanted or not isinstance(subject, ast.Name):
+        return None
+    return {subject.id}, call.args[1]
 
 
 def _spread_lists(function: ast.AST) -> dict[str, set[str]]:

@@ -2680,3 +2680,38 @@ def test_a_tests_case_ids_are_part_of_its_name(models, verdict):
     code = _code(CASE_IDS_TEST.format(models=models), "engine_step")
     promise = ExtractedPromise(category=PromiseCategory.functional, quote="Mistral support")
     assert judge_promises([promise], code)[0].verdict is verdict
+
+
+REACHED_THROUGH_ATTRIBUTE_TEST = """
+import torch
+from pkg import MoELayer, GroupedExperts
+
+
+def test_fused_experts_scale_the_bias():
+    layer = MoELayer(config)
+    experts = layer.experts
+    {narrowing}
+    output = experts(torch.zeros(3, 8), probs)
+    torch.testing.assert_close(output, probs[:, None] * 2.0)
+"""
+
+
+@pytest.mark.parametrize(
+    ("narrowing", "verdict"),
+    [
+        # the test states which class it holds: its outputs are that class's
+        ("assert isinstance(experts, GroupedExperts)", PromiseVerdict.checked),
+        ("self.assertIsInstance(experts, GroupedExperts)", PromiseVerdict.checked),
+        # nothing ties the attribute to the changed class
+        ("assert experts is not None", PromiseVerdict.unchecked),
+        # a question asked, not a fact asserted: the class is used, the output is not its
+        ("print(isinstance(experts, GroupedExperts))", PromiseVerdict.exercised),
+    ],
+)
+def test_an_object_asserted_to_be_of_a_changed_class_is_computed_from_it(narrowing, verdict):
+    # A verdict that follows only assignments sees the output computed from MoELayer, not
+    # from the changed GroupedExperts, and says unchecked for the first two rows too.
+    source = REACHED_THROUGH_ATTRIBUTE_TEST.format(narrowing=narrowing)
+    code = _code(source, "GroupedExperts", "GroupedExperts.forward")
+    quote = "Numerical fix for GroupedExperts bias scales"
+    assert _verdict(PromiseCategory.numeric, quote, code) is verdict
