@@ -128,7 +128,7 @@ MEMORY_FOOTPRINT = rx(
 # What a sentence claims of the numbers themselves; without it, a sentence that promises speed
 # or memory and names a number format ("faster FP4 quantization kernels") promises only that.
 NUMERIC_CLAIM = rx(
-    r"\b(accura\w*|precis\w*|correct\w*|exact\w*|match\w*|stab\w*|nans?|inf|determin\w*"
+    r"\b(accura\w*|precis\w*|correct\w*|exact\w*|match\w*|stab\w*|nans?|inf|determin\w*|numeric\w*"
     r"|invarian\w*|errors?|overflow\w*|underflow\w*|bitwise|lossless|parity|consisten\w*"
     r"|wrong|incorrect\w*|loss\w*|drift\w*|diverg\w*)\b"
 )
@@ -361,6 +361,7 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
     PromiseCategory.state: rx(*_STATE_BEHAVIOURS, *_STATE_OPERATIONS),
     PromiseCategory.mode: rx(
         r"\bcuda[-_ ]?graph(s|ed)?\b|(?<![a-z])cudagraph\w*|\b(piecewise|full)[- ]graphs?\b",
+        r"\bCGs?\b",  # CUDA graphs by their short name ("training CGs", "CG capture")
         r"\b(compilation|compiler) pass(es)?\b|\brecompil\w*|\b(aot|standalone)[_ ]compil\w*",
         r"\btorch[._ ]compile\b|\bcompile mode\b|\bgraph (capture|replay)\b|\binductor\b",
         r"\benforce[_ ]eager\b|\beager (mode|execution)\b",

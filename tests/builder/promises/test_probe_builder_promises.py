@@ -532,6 +532,11 @@ SENTENCE_CUES = [
     ("Fix workspace resize leaking reserved GPU memory.", C.memory, True),
     ("Release transient Python and accelerator allocator memory before wake.", C.memory, True),
     ("The default preserves existing peak VRAM.", C.memory, True),
+    # CUDA graphs by their short name; a numerical issue fixed beside an overlap named
+    ("Support CGs with context parallelism in training.", C.mode, True),
+    ("CG capture now works with decode batches too.", C.mode, True),
+    ("Fix a numerical issue in the fp8 all-gather when overlap is off.", C.numeric, True),
+    ("Fix a slow all-gather when overlap is off.", C.numeric, False),
     # storage or buffers given back, the release named before or after them
     ("Free the sharded parameter storage once the module is gone.", C.memory, True),
     ("Snapshot buffers are freed after the restore completes.", C.memory, True),
