@@ -340,6 +340,9 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         r"\bdata movement\b|\b(hbm|memory) round[- ]?trips?\b|\bstorage i/?o\b",
         r"\b(won'?t|not|no longer|don'?t|never|instead of)\b[^.]{0,20}\bcop(y|ies|ying)\b",
         r"\b(redundant|unnecessary|extra)\b[^.]{0,20}\.?clone",
+        # the same data read again from device memory ("redundant HBM reloads")
+        r"\b(redundant|repeated|unnecessary|extra)\b[^.]{0,20}\b(hbm|global[- ]memory|gmem)"
+        r" (re-?loads?|re-?reads?|loads|reads|accesses)\b",
         # a device-host synchronisation cut: each one reads a value back to the host
         r"\b((" + _REDUCE + r"|avoid|skip|remov|eliminat)\w*|fewer|less|no|zero|without)\b"
         r"[^.]{0,30}" + _HOST_DEVICE + r"\W{1,3}" + _HOST_DEVICE + r"\s+(sync\w*|transfers?)\b",

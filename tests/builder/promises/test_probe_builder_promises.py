@@ -537,6 +537,10 @@ SENTENCE_CUES = [
     ("CG capture now works with decode batches too.", C.mode, True),
     ("Fix a numerical issue in the fp8 all-gather when overlap is off.", C.numeric, True),
     ("Fix a slow all-gather when overlap is off.", C.numeric, False),
+    # the same data read again from device memory is traffic cut, not state
+    ("Avoid redundant global-memory loads in the decode kernel.", C.traffic, True),
+    ("Repeated HBM reads of each KV block are removed.", C.traffic, True),
+    ("The model weights are reloaded into HBM after wake.", C.traffic, False),
     # storage or buffers given back, the release named before or after them
     ("Free the sharded parameter storage once the module is gone.", C.memory, True),
     ("Snapshot buffers are freed after the restore completes.", C.memory, True),
