@@ -657,7 +657,8 @@ def _bindings(
             if isinstance(func, ast.Attribute) and _root_name(func) not in modules:
                 # ...and what obj was built around: wrapper.install() patches the wrapped
                 receiver = func.value.id if isinstance(func.value, ast.Name) else ""
-                found.append((mentioned_names(func.value) | given.get(receiver, set()), node.value))
+                wrapped = given.get(receiver, set()) - modules
+                found.append((mentioned_names(func.value) | wrapped, node.value))
             else:  # patch(model): a call for its effect acts on what it is given
                 found.append((_argument_names(node.value, spread), func))
         narrowed = _narrowed(node)
@@ -729,10 +730,15 @@ def _given_at_construction(
 
 def _argument_names(call: ast.Call, spread: Mapping[str, set[str]]) -> set[str]:
     """The objects a call is given: a name, or the object a part of it is read from
-    (``model`` in ``fully_shard(model.fc1)`` and in ``Adam(model.parameters())``), and the
-    items of a list it is given as ``*args`` (``spread``, from :func:`_spread_lists`)."""
+    (``model`` in ``fully_shard(model.fc1)`` and in ``Adam(model.parameters())``), what an
+    object built in place is given (``model`` in ``wrap(torch.optim.Adam(model.parameters()))``:
+    the wrapper steps what the optimizer was built around), and the items of a list it is given
+    as ``*args`` (``spread``, from :func:`_spread_lists`)."""
     values = [*call.args, *(k.value for k in call.keywords)]
     found = {root for v in values if (root := _root_name(v)) is not None}
+    for value in values:
+        if isinstance(value, ast.Call):
+            found |= _argument_names(value, spread)
     for value in call.args:
         if isinstance(value, ast.Starred) and isinstance(value.value, ast.Name):
             found |= spread.get(value.value.id, set())

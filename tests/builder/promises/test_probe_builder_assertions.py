@@ -2715,3 +2715,36 @@ def test_an_object_asserted_to_be_of_a_changed_class_is_computed_from_it(narrowi
     code = _code(source, "GroupedExperts", "GroupedExperts.forward")
     quote = "Numerical fix for GroupedExperts bias scales"
     assert _verdict(PromiseCategory.numeric, quote, code) is verdict
+
+
+BUILT_IN_PLACE_TEST = """
+import torch
+from pkg import TinyModel, shard_optimizer
+
+
+def test_one_step_moves_the_model():
+    model = TinyModel()
+    optimizer = {construction}
+    loss = model(torch.ones(4)).sum()
+    loss.backward()
+    optimizer.step()
+    torch.testing.assert_close(model(torch.ones(4)), torch.full((4,), 0.5))
+"""
+
+
+@pytest.mark.parametrize(
+    ("construction", "verdict"),
+    [
+        # the wrapper is given an optimizer built around the model: its step moves the model
+        ("shard_optimizer(torch.optim.Adam(model.parameters(), lr=0.1))", PromiseVerdict.checked),
+        ("shard_optimizer(make_adam(model.parameters()))", PromiseVerdict.checked),
+        # built around something else, its step says nothing of the model
+        ("shard_optimizer(make_adam(torch.ones(2)))", PromiseVerdict.exercised),
+    ],
+)
+def test_a_wrapper_steps_what_the_object_built_inside_it_was_given(construction, verdict):
+    # A profile that reads only the names a call is given, not those of a call inside it,
+    # never ties the model to the wrapper and says exercised for the first two rows.
+    code = _code(BUILT_IN_PLACE_TEST.format(construction=construction), "shard_optimizer")
+    quote = "Fix shard_optimizer under-updating parameters"
+    assert _verdict(PromiseCategory.numeric, quote, code) is verdict
