@@ -1157,21 +1157,28 @@ def profile_source(
     def set_up_of(qualname: str) -> list[str]:
         return [m for m in set_up_methods.get(_owner(qualname), []) if m != qualname]
 
+    changed: list[Definition] = []
     for definition in definitions:
         if added is not None and not set(definition.lines()) & added:
             continue
         if skipped_module or any(_skips_always(d) for d in (*definition.parents, definition.node)):
             continue
+        changed.append(definition)
         touched.append((definition.qualname, definition.node))
-        outer = set_up.get(_owner(definition.qualname), module)
-        # cases added to its parametrization only: its unchanged assertions check them
-        lines = None if _new_cases_only(definition, added) else added
-        sites.extend(_sites(source, definition.qualname, definition.node, lines, outer, returned))
     # A helper a new or changed test calls asserts on what the test gives it, changed or not:
-    # a case added to a test that runs an existing checker is checked by that checker.
+    # a case added to a test that runs an existing checker is checked by that checker, and a
+    # checker the patch also edits (its docstring, a new branch) checks with all its lines.
     done = {qualname for qualname, _ in touched}
     helpers_of = [_helpers_called(node, functions, qualname) for qualname, node in touched]
     kept = frozenset().union(*helpers_of)
+    for definition in changed:
+        outer = set_up.get(_owner(definition.qualname), module)
+        # cases added to its parametrization only: its unchanged assertions check them
+        whole = _new_cases_only(definition, added) or bool(
+            {definition.qualname, definition.node.name} & kept
+        )
+        lines = None if whole else added
+        sites.extend(_sites(source, definition.qualname, definition.node, lines, outer, returned))
     for definition in definitions:
         helper = {definition.qualname, definition.node.name}
         if skipped_module or definition.qualname in done or not helper & kept:

@@ -2748,3 +2748,43 @@ def test_a_wrapper_steps_what_the_object_built_inside_it_was_given(construction,
     code = _code(BUILT_IN_PLACE_TEST.format(construction=construction), "shard_optimizer")
     quote = "Fix shard_optimizer under-updating parameters"
     assert _verdict(PromiseCategory.numeric, quote, code) is verdict
+
+
+EDITED_CHECKER_TEST = """
+import torch
+from pkg import train
+
+
+class TestLossCurves:
+    def run_test(self, **kwargs):
+        \"\"\"{docstring}\"\"\"
+        losses = train(deferred=True, **kwargs)
+        reference = train(deferred=False, **kwargs)
+        torch.testing.assert_close(losses, reference)
+
+    def test_existing(self):
+        self.run_test(layers=2)
+
+    def test_moe(self):
+        self.run_test(layers=2, experts=2)
+"""
+
+
+@pytest.mark.parametrize(
+    ("docstring", "added", "verdict"),
+    [
+        # a new test runs a checker whose docstring the patch also edits: the checker's
+        # comparison runs on the new test's inputs
+        ("Compare the loss curves of a small model.", {7, 15, 16}, PromiseVerdict.checked),
+        # the checker edited, no test of the patch calls it: nothing new is run through it
+        ("Compare the loss curves of a small model.", {7}, PromiseVerdict.exercised),
+    ],
+)
+def test_a_checker_the_patch_edits_checks_with_all_its_lines(docstring, added, verdict):
+    # A profile that counts only the added lines of an edited function drops the checker's
+    # unchanged comparison and says exercised for the first row.
+    source = textwrap.dedent(EDITED_CHECKER_TEST.format(docstring=docstring)).lstrip()
+    assert source.splitlines()[14].strip() == "def test_moe(self):"
+    profile = profile_source("tests/test_curves.py", source, added)
+    code = CodeUnderTest(profile, (changed_symbol("train", None, "pkg.py"),))
+    assert _verdict(PromiseCategory.numeric, "Fix train numerical issue", code) is verdict
