@@ -389,7 +389,11 @@ def classify(
     taint: dict[str, set[Observable]],
     returned: Returned | None = None,
 ) -> tuple[AssertionKind, set[Observable]]:
-    """Kind of an assertion whose checked expression (or call) is ``expr``."""
+    """Kind of an assertion whose checked expression (or call) is ``expr``; of ``a and b``,
+    the strongest of its parts (``hasattr(w, "dim") and w.dim == 0`` checks the value)."""
+    if isinstance(expr, ast.BoolOp) and isinstance(expr.op, ast.And):
+        parts = [classify(value, taint, returned) for value in expr.values]
+        return max(parts, key=lambda part: CONJUNCT_STRENGTH.index(part[0]))
     observed = _observables(expr, taint, returned)
     if observed:
         return AssertionKind.resource, observed
@@ -420,6 +424,16 @@ def classify(
         return AssertionKind.structural, set()
     return AssertionKind.functional, set()
 
+
+# The kinds of the parts of ``a and b``, weakest first: the assertion is as strong as its
+# strongest part.
+CONJUNCT_STRENGTH = (
+    AssertionKind.structural,
+    AssertionKind.error_path,
+    AssertionKind.functional,
+    AssertionKind.numeric,
+    AssertionKind.resource,
+)
 
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 

@@ -2788,3 +2788,25 @@ def test_a_checker_the_patch_edits_checks_with_all_its_lines(docstring, added, v
     profile = profile_source("tests/test_curves.py", source, added)
     code = CodeUnderTest(profile, (changed_symbol("train", None, "pkg.py"),))
     assert _verdict(PromiseCategory.numeric, "Fix train numerical issue", code) is verdict
+
+
+@pytest.mark.parametrize(
+    ("body", "kind"),
+    [
+        # the attribute's presence, then its value: the value is what is checked
+        ('assert hasattr(w, "partition_dim") and w.partition_dim == 0', AssertionKind.functional),
+        ("assert x is not None and x.partition_stride == 1", AssertionKind.functional),
+        ("assert x is not None and torch.allclose(x, y)", AssertionKind.numeric),
+        # presence twice over checks no value
+        (
+            'assert hasattr(w, "partition_dim") and w.partition_dim is not None',
+            AssertionKind.structural,
+        ),
+        # either of two: not a value the code must give
+        ('assert hasattr(w, "partition_dim") or w.partition_dim == 0', AssertionKind.structural),
+    ],
+)
+def test_an_assertion_of_several_conditions_is_as_strong_as_its_strongest(body, kind):
+    # A classification that calls any assertion naming hasattr or "is not None" structural
+    # gives structural for the first two rows.
+    assert _kinds(body) == [kind]
