@@ -693,14 +693,7 @@ def _narrowed(node: ast.AST) -> tuple[set[str], ast.AST] | None:
         return None
     if not isinstance(call, ast.Call) or len(call.args) < 2:
         return None
-    func = call.func
-    name = (
-        func.id
-        if isinstance(func, ast.Name)
-        else func.attr
-        if isinstance(func, ast.Attribute)
-        else ""
-    )
+    name = (call_name(call) or "").rsplit(".", 1)[-1]
     wanted = "isinstance" if isinstance(node, ast.Assert) else "assertIsInstance"
     subject = call.args[0]
     if name != wanted or not isinstance(subject, ast.Name):
@@ -1158,7 +1151,6 @@ def profile_source(
     bases = class_bases(source.tree)
     bindings = {b.name: b for b in import_bindings(source.tree)}
     sites: list[AssertionSite] = []
-    touched: list[tuple[str, ast.AST]] = []
     definitions = _function_definitions(source.tree)
     functions = _by_name(definitions)
     returned = returned_observables(functions)
@@ -1178,7 +1170,7 @@ def profile_source(
         if skipped_module or any(_skips_always(d) for d in (*definition.parents, definition.node)):
             continue
         changed.append(definition)
-        touched.append((definition.qualname, definition.node))
+    touched = [(definition.qualname, definition.node) for definition in changed]
     # A helper a new or changed test calls asserts on what the test gives it, changed or not:
     # a case added to a test that runs an existing checker is checked by that checker, and a
     # checker the patch also edits (its docstring, a new branch) checks with all its lines.
