@@ -2710,7 +2710,7 @@ def test_fused_experts_scale_the_bias():
 )
 def test_an_object_asserted_to_be_of_a_changed_class_is_computed_from_it(narrowing, verdict):
     # A verdict that follows only assignments sees the output computed from MoELayer, not
-    # from the changed GroupedExperts, and says unchecked for the first two rows too.
+    # from the changed GroupedExperts, and says exercised for the first two rows too.
     source = REACHED_THROUGH_ATTRIBUTE_TEST.format(narrowing=narrowing)
     code = _code(source, "GroupedExperts", "GroupedExperts.forward")
     quote = "Numerical fix for GroupedExperts bias scales"
@@ -2740,11 +2740,15 @@ def test_one_step_moves_the_model():
         ("shard_optimizer(make_adam(model.parameters()))", PromiseVerdict.checked),
         # built around something else, its step says nothing of the model
         ("shard_optimizer(make_adam(torch.ones(2)))", PromiseVerdict.exercised),
+        # a module the inner call is read through (torch) is not what it was built around
+        ("shard_optimizer(torch.optim.Adam(torch.ones(2), lr=0.1))", PromiseVerdict.exercised),
     ],
 )
 def test_a_wrapper_steps_what_the_object_built_inside_it_was_given(construction, verdict):
     # A profile that reads only the names a call is given, not those of a call inside it,
-    # never ties the model to the wrapper and says exercised for the first two rows.
+    # never ties the model to the wrapper and says exercised for the second row; one that
+    # takes the module an inner call is read through (torch) for what the optimizer was
+    # built around ties every torch call to the wrapper and says checked for the last row.
     code = _code(BUILT_IN_PLACE_TEST.format(construction=construction), "shard_optimizer")
     quote = "Fix shard_optimizer under-updating parameters"
     assert _verdict(PromiseCategory.numeric, quote, code) is verdict
