@@ -97,7 +97,7 @@ _STATE_BEHAVIOURS = (
 # Operations that move state (a checkpoint saved or loaded, weights synchronised): the state
 # they carry is promised, unless the sentence promises only their speed.
 _STATE_OPERATIONS = (
-    _CHECKPOINT + r"[^.]{0,40}\b(sav\w*|load\w*|resum\w*|format\w*|convert\w*|async\w*)",
+    _CHECKPOINT + r"[^.]{0,40}\b(sav\w*|load\w*|resum\w*|restor\w*|format\w*|convert\w*|async\w*)",
     # checkpointing a model or an optimizer state (not activation checkpointing: recompute)
     _NOT_RECOMPUTE + r"\bcheckpointing\b",
     r"\b(sav\w*|load\w*|resum\w*|convert\w*)\b[^.]{0,30}" + _CHECKPOINT,

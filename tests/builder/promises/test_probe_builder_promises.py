@@ -739,6 +739,9 @@ SENTENCE_CUES = [
     # recomputes and keeps nothing
     ("Add distributed checkpoint support for the new optimizer.", C.state, True),
     ("Introduce a checkpoint manager for sharded workers.", C.state, True),
+    # what a checkpoint restores is state, as what it saves or loads is
+    ("Fix how the sharded checkpoint's step counter is restored.", C.state, True),
+    ("Restore the old default after the checkpoint refactor.", C.state, False),
     ("Add selective activation checkpointing to the decoder.", C.state, False),
     # a cache of computed results, and what keys it
     ("Enable the encoder cache for the vision tower.", C.state, True),
