@@ -1142,6 +1142,34 @@ def test_verdict_bench_counts_the_report_claim_on_resource_state_and_mode_only()
     assert score.agreement.total == 3 and len(score.misses) == 3
 
 
+def test_verdict_bench_parts_checked_right_into_found_and_false():
+    from bench.verdict_eval import LabelledVerdict, VerdictItem, VerdictScore, false_rate_for
+
+    score = VerdictScore()
+    item = VerdictItem("acme/lib#1", "dev", "t", ())
+    checked = LabelledVerdict(PromiseCategory.functional, "q", PromiseVerdict.checked)
+    exercised = LabelledVerdict(PromiseCategory.state, "q", PromiseVerdict.exercised)
+    for said in [PromiseVerdict.checked] * 9 + [PromiseVerdict.exercised]:
+        score.add(item, checked, said)
+    for said in [PromiseVerdict.checked] + [PromiseVerdict.unchecked] * 9:
+        score.add(item, exercised, said)
+    assert (score.checked_labelled.agree, score.checked_labelled.total) == (10, 20)
+    assert (score.checked_found.agree, score.checked_found.total) == (9, 10)
+    assert (score.checked_false.agree, score.checked_false.total) == (1, 10)
+    # at this found rate and share labelled checked, one false "checked" in ten is the most
+    # that leaves "checked" right 0.90 of the times: the bound is where the two meet
+    assert score.checked_right.rate == pytest.approx(0.9)
+    assert false_rate_for(0.9, score) == pytest.approx(score.checked_false.rate)
+    # the fewer promises the tests check, the fewer false checks the same target allows
+    fewer = VerdictScore()
+    for said in [PromiseVerdict.checked] * 9 + [PromiseVerdict.exercised]:
+        fewer.add(item, checked, said)
+    for _ in range(30):
+        fewer.add(item, exercised, PromiseVerdict.unchecked)
+    assert false_rate_for(0.9, fewer) == pytest.approx(0.1 / 3)
+    assert false_rate_for(0.9, VerdictScore()) is None  # nothing judged
+
+
 def test_verdict_bench_counts_which_way_the_rules_part_from_the_labels():
     from bench.verdict_eval import LabelledVerdict, VerdictItem, VerdictScore, render
 
