@@ -53,10 +53,11 @@ import random
 import re
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import yaml
@@ -88,6 +89,7 @@ UNKNOWN_ITEM = (
     "{path}: item {id!r} is not in the labelled set of split {split!r} "
     "(label only items of that split's item files)"
 )
+NO_ITEM_FILES = "no item files (*.yaml) in {directory} (pass --dir the labelled set's folder)"
 _REPOSITORY = re.compile(r"^[^#!@]+")
 
 
@@ -176,23 +178,78 @@ def item_files(directory: Path = DEFAULT_DIR) -> list[Path]:
     return [p for p in sorted(directory.glob("*.yaml")) if p.name != VERDICTS_FILE]
 
 
+class LabelError(ValueError):
+    """A labelled file the benches cannot read, said in one line: the file, the item and
+    what to fix."""
+
+
+def read_labels(path: Path) -> list[dict[str, Any]]:
+    """A labelled file's items: a YAML list of mappings (an empty file holds none)."""
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(error, "problem", None) or "unreadable"
+        raise LabelError(f"{path.name}: not valid YAML{where} ({problem}); fix the file") from None
+    if raw is None:
+        return []
+    if not isinstance(raw, list) or not all(isinstance(item, dict) for item in raw):
+        raise LabelError(f"{path.name}: expected a list of items (- id: ..., split: ..., ...)")
+    return raw
+
+
+def check_item(path: Path, index: int, raw: Mapping[str, Any], keys: Sequence[str]) -> None:
+    """LabelError, naming what is wrong, unless the item has ``keys``, a known split (where
+    it must have one) and a list of promises, each a mapping with a known category and a
+    quote."""
+    name = f"{path.name}: item {index + 1} ({raw.get('id', 'no id')})"
+    missing = [key for key in keys if key not in raw]
+    if missing:
+        raise LabelError(f"{name}: missing {missing[0]!r} (each item needs {', '.join(keys)})")
+    if "split" in keys and raw["split"] not in (DEV, HOLDOUT):
+        raise LabelError(f"{name}: split {raw['split']!r} is neither {DEV!r} nor {HOLDOUT!r}")
+    promises = raw["promises"] or []
+    if not isinstance(promises, list) or not all(isinstance(p, dict) for p in promises):
+        raise LabelError(f"{name}: promises must be a list of {{category, quote}} mappings")
+    known = ", ".join(c.value for c in PromiseCategory)
+    for promise in promises:
+        if promise.get("category") not in {c.value for c in PromiseCategory}:
+            raise LabelError(f"{name}: category {promise.get('category')!r} is not one of {known}")
+        if not isinstance(promise.get("quote"), str) or not promise["quote"].strip():
+            raise LabelError(f"{name}: a {promise['category']} promise has no quote")
+
+
+ITEM_KEYS = ("id", "split", "title", "promises")
+
+
 def load_labelled_set(
     directory: Path = DEFAULT_DIR, split: str = "all", only: str | None = None
 ) -> list[LabelledItem]:
-    """The labelled items of every repository's file, or of the one item file ``only``."""
+    """The labelled items of every repository's file, or of the one item file ``only``;
+    LabelError for a folder without item files or an item the benches cannot read."""
+    paths = item_files(directory)
+    if not paths:
+        raise LabelError(NO_ITEM_FILES.format(directory=directory))
     items = []
-    for path in item_files(directory):
+    for path in paths:
         if only is not None and path.name != only:
             continue
-        for raw in yaml.safe_load(path.read_text(encoding="utf-8")):
+        for index, raw in enumerate(read_labels(path)):
+            check_item(path, index, raw, ITEM_KEYS)
             if split not in ("all", raw["split"]):
                 continue
             promises = tuple(
-                LabelledPromise(PromiseCategory(p["category"]), p["quote"]) for p in raw["promises"]
+                LabelledPromise(PromiseCategory(p["category"]), p["quote"])
+                for p in raw["promises"] or ()
             )
             items.append(
                 LabelledItem(
-                    raw["id"], raw["split"], raw["title"], raw["description"] or "", promises
+                    str(raw["id"]),
+                    raw["split"],
+                    str(raw["title"]),
+                    raw.get("description") or "",
+                    promises,
                 )
             )
     return items
@@ -447,7 +504,7 @@ def report(items: Sequence[LabelledItem], extractor: Extractor = extract_promise
     return render_slices(evaluate_slices(items, extractor))
 
 
-class AgreementError(ValueError):
+class AgreementError(LabelError):
     """A second labeller's file names an item the labelled set does not hold."""
 
 
@@ -462,7 +519,8 @@ def load_second_labeller(
             continue
         known = {i.id for i in items if i.split == split}
         labels: dict[str, tuple[LabelledPromise, ...]] = {}
-        for raw in yaml.safe_load(path.read_text(encoding="utf-8")) or []:
+        for index, raw in enumerate(read_labels(path)):
+            check_item(path, index, raw, ("id", "promises"))
             if raw["id"] not in known:
                 raise AgreementError(UNKNOWN_ITEM.format(path=path.name, id=raw["id"], split=split))
             labels[raw["id"]] = tuple(
@@ -772,7 +830,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(
             UNKNOWN_FILE.format(name=args.file, directory=args.dir, known=", ".join(known))
         )
-    items = load_labelled_set(args.dir, only=args.file)
+    try:
+        items = load_labelled_set(args.dir, only=args.file)
+    except LabelError as error:
+        parser.error(str(error))
     if args.agreement:
         try:
             print(agreement_report(items, load_second_labeller(items, args.dir)))

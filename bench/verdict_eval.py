@@ -50,9 +50,6 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
-
-import yaml
 
 from bench.promise_eval import (
     AGREEMENT_DIR,
@@ -62,8 +59,11 @@ from bench.promise_eval import (
     UNKNOWN_FILE,
     VERDICTS_FILE,
     AgreementError,
+    LabelError,
+    check_item,
     item_files,
     load_labelled_set,
+    read_labels,
 )
 from bench.resample import LEVEL, RESAMPLES, Pair, intervals, render_interval
 from probe_builder.gitio import GitTree, diff_commits
@@ -88,6 +88,7 @@ MISSES_REFUSED = "--misses lists dev disagreements only: the holdout is sealed w
 NO_MIRROR = (
     "no mirror of {repos} given or found: nothing to measure (pass --mirror owner/name=PATH)"
 )
+NO_VERDICTS = "no labelled verdicts at {path} (pass --dir the labelled set's folder)"
 NO_SECOND_READER = "--agreement: no second reader's verdicts in {path} (label some there first)"
 SECOND_UNKNOWN = (
     "{path}: item {id!r} has no labelled verdicts in split {split!r} "
@@ -129,13 +130,26 @@ class VerdictItem:
 
 
 def load_verdict_items(directory: Path = DEFAULT_DIR) -> list[VerdictItem]:
-    """The labelled verdicts, with each item's title from its repository's item file."""
+    """The labelled verdicts, with each item's title from its repository's item file;
+    LabelError for a folder without them or a verdict the bench cannot read."""
     titles = {item.id: item.title for item in load_labelled_set(directory)}
-    raw_items = yaml.safe_load((directory / VERDICTS_FILE).read_text(encoding="utf-8"))
-    return _verdict_items(raw_items, titles)
+    path = directory / VERDICTS_FILE
+    if not path.exists():
+        raise LabelError(NO_VERDICTS.format(path=path))
+    return _verdict_items(path, ("id", "split", "promises"), titles)
 
 
-def _verdict_items(raw_items: list[Any], titles: Mapping[str, str]) -> list[VerdictItem]:
+def _verdict_items(path: Path, keys: Sequence[str], titles: Mapping[str, str]) -> list[VerdictItem]:
+    raw_items = read_labels(path)
+    verdicts = ", ".join(v.value for v in PromiseVerdict)
+    for index, raw in enumerate(raw_items):
+        check_item(path, index, raw, keys)
+        for promise in raw["promises"] or ():
+            if promise.get("verdict") not in {v.value for v in PromiseVerdict}:
+                raise LabelError(
+                    f"{path.name}: item {index + 1} ({raw['id']}): verdict "
+                    f"{promise.get('verdict')!r} is not one of {verdicts}"
+                )
     return [
         VerdictItem(
             raw["id"],
@@ -148,7 +162,7 @@ def _verdict_items(raw_items: list[Any], titles: Mapping[str, str]) -> list[Verd
                     PromiseVerdict(p["verdict"]),
                     " ".join(str(p.get("evidence", "")).split()),
                 )
-                for p in raw["promises"]
+                for p in raw["promises"] or ()
             ),
         )
         for raw in raw_items
@@ -164,7 +178,7 @@ def load_second_reader(
     if not path.exists():
         return []
     known = {(i.id, i.split): i for i in items}
-    second = _verdict_items(yaml.safe_load(path.read_text(encoding="utf-8")) or [], {})
+    second = _verdict_items(path, ("id", "split", "promises"), {})
     for item in second:
         labelled = known.get((item.id, item.split))
         if labelled is None:
@@ -576,7 +590,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.misses and args.split != DEV:
         parser.error(MISSES_REFUSED)
-    items = every = load_verdict_items(args.dir)
+    try:
+        items = every = load_verdict_items(args.dir)
+    except LabelError as error:
+        parser.error(str(error))
     if args.file is not None:
         known = [p.name for p in item_files(args.dir)]
         if args.file not in known:
