@@ -37,17 +37,27 @@ def moment(value: str) -> datetime:
     return found
 
 
-def positive(value: str) -> int:
-    """A whole number of at least 1 (a count, a size threshold)."""
+def _whole(value: str, least: int, example: str) -> int:
     try:
         number = int(value)
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"{value!r} is not a whole number: give one like 500"
+            f"{value!r} is not a whole number: give one like {example}"
         ) from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"{number} is below 1: give 1 or more")
+    if number < least:
+        more = "1 or more" if least == 1 else f"{least} (none) or more"
+        raise argparse.ArgumentTypeError(f"{number} is below {least}: give {more}")
     return number
+
+
+def positive(value: str) -> int:
+    """A whole number of at least 1 (a count, a size threshold)."""
+    return _whole(value, 1, "500")
+
+
+def non_negative(value: str) -> int:
+    """A whole number of at least 0 (how many to list, 0 for none)."""
+    return _whole(value, 0, "5")
 
 
 def share(value: str) -> float:

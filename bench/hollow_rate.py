@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.args import clone
+from bench.args import clone, non_negative
 from bench.history import (
     HistoricalPR,
     qualifying_prs,
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("mirror", type=clone)
     parser.add_argument("--month", default="2025-06")
-    parser.add_argument("--min-lines", type=int, default=1000)
+    parser.add_argument("--min-lines", type=non_negative, default=1000)
     args = parser.parse_args(argv)
     prs = qualifying_prs(args.mirror, args.month, min_lines=args.min_lines)
     if not prs:

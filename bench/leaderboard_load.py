@@ -21,6 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.args import positive
 from bench.webhook_load import free_port, percentile, wait_healthy
 
 PAGE = "/leaderboard"
@@ -79,12 +80,12 @@ def load(base: str, clients: int, requests: int) -> tuple[list[float], list[int]
     return latencies, failures
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--home", default=None, help="a home holding the demo; default: run it")
-    parser.add_argument("--clients", type=int, default=4)
-    parser.add_argument("--requests", type=int, default=50, help="per client")
-    args = parser.parse_args()
+    parser.add_argument("--clients", type=positive, default=4)
+    parser.add_argument("--requests", type=positive, default=50, help="per client")
+    args = parser.parse_args(argv)
 
     home = args.home or demo_home()
     port = free_port()
@@ -106,7 +107,8 @@ def main() -> None:
         f"goal (p50 < {GOAL_P50_MS:.0f} ms with 4 clients, no failure): "
         + ("met" if p50 < GOAL_P50_MS and not failures else "NOT met")
     )
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

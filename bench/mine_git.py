@@ -29,7 +29,7 @@ from datetime import datetime
 from functools import partial
 from pathlib import Path
 
-from bench.args import clone, moment
+from bench.args import clone, moment, positive
 from pr_miner.config import MiningConfig
 from pr_miner.mining import mine
 from pr_miner.report import MiningReport
@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--until", type=moment, required=True, help="YYYY-MM-DD (exclusive)")
     parser.add_argument("--core-path", action="append", default=[], help="core source folder")
     parser.add_argument("--exclude", action="append", default=[], help="glob not counted")
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=positive, default=3)
     args = parser.parse_args(argv)
     config = MiningConfig(core_paths=tuple(args.core_path), exclude_globs=tuple(args.exclude))
     try:  # the untimed pass that counts survivors refuses the branch and the window first

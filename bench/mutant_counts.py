@@ -15,7 +15,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from bench.args import clone
+from bench.args import clone, non_negative
 from bench.history import qualifying_prs, reset_worktree, scratch_worktree, verl_test_globs
 from probe_builder.adversarial.mutants import Mutant, generate_mutants
 from probe_builder.gitio import GitTree, diff_commits
@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("mirror", type=clone)
     parser.add_argument("--month", default="2025-06")
-    parser.add_argument("--min-lines", type=int, default=1000)
+    parser.add_argument("--min-lines", type=non_negative, default=1000)
     parser.add_argument("--check-apply", action="store_true")
     args = parser.parse_args(argv)
     prs = qualifying_prs(args.mirror, args.month, min_lines=args.min_lines)

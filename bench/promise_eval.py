@@ -62,7 +62,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from bench.args import share
+from bench.args import non_negative, share
 from bench.resample import LEVEL, RESAMPLES, Pair, intervals, render_interval
 from probe_builder.material.description import Origin
 from probe_builder.promises.extract import (
@@ -820,7 +820,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--threshold", type=share, default=THRESHOLD, help="with --learned")
     parser.add_argument(
-        "--top", type=int, default=0, help="with --learned: each category's N heaviest features"
+        "--top",
+        type=non_negative,
+        default=0,
+        help="with --learned: each category's N heaviest features",
     )
     args = parser.parse_args(argv)
     if args.misses and args.split != DEV:

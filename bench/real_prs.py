@@ -444,7 +444,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--since", type=moment, required=True)
     parser.add_argument("--until", type=moment, required=True)
-    parser.add_argument("--count", type=int, default=10, help="PRs to build and validate")
+    parser.add_argument("--count", type=positive, default=10, help="PRs to build and validate")
     parser.add_argument(
         "--minutes",
         type=float,
@@ -461,7 +461,7 @@ def main(argv: list[str] | None = None) -> int:
         type=positive,
         help="the fewest changed lines a PR needs to be mined (the watch file's size threshold)",
     )
-    parser.add_argument("--cpu-slots", type=int, default=2, help="parallel CPU runs")
+    parser.add_argument("--cpu-slots", type=positive, default=2, help="parallel CPU runs")
     parser.add_argument("--json", type=Path)
     parser.add_argument(
         "--numbers", default="", help="only these PRs of the window (comma-separated): a rerun"

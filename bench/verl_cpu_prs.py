@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from bench.args import clone
+from bench.args import clone, positive
 from runners.env import (
     EnvError,
     EnvHome,
@@ -316,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mirror", type=clone, required=True)
     parser.add_argument("--home", type=Path, required=True, help="a PROBEWATCH_HOME of its own")
-    parser.add_argument("--count", type=int, default=10)
+    parser.add_argument("--count", type=positive, default=10)
     parser.add_argument("--override", action="append", default=[])
     parser.add_argument("--find-links", type=Path, action="append", default=[])
     parser.add_argument("--json", type=Path, help="write the records here")

@@ -24,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.args import positive
 from bench.webhook_load import free_port, serve_web, wait_healthy
 
 CHUNK = 1 << 20
@@ -82,11 +83,11 @@ def wave(port: int, pid: int, clients: int, size: int, headers: dict[str, str]) 
     return {"answers": dict(answers), "peak": peak, "seconds": time.monotonic() - started}
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--clients", type=int, default=12)
-    parser.add_argument("--megabytes", type=int, default=25)
-    args = parser.parse_args()
+    parser.add_argument("--clients", type=positive, default=12)
+    parser.add_argument("--megabytes", type=positive, default=25)
+    args = parser.parse_args(argv)
 
     from task_registry.db import make_engine, upgrade
 
