@@ -466,7 +466,7 @@ def _tallies(result: VerdictScore) -> list[tuple[str, Tally]]:
 
 
 CLAIM_NOTE = "'not checked': exercised or unchecked, for resource, state and mode promises"
-# The "checked" right the issue asks for, and the rows that explain a split's figure.
+# The target for "checked" right, against which each split's false share is weighed.
 CHECKED_RIGHT_TARGET = 0.90
 FALSE_NOTE = (
     "'checked' false: said of a promise labelled exercised or unchecked; 'checked' right "
@@ -475,10 +475,10 @@ FALSE_NOTE = (
 
 
 def false_rate_for(target: float, score: VerdictScore) -> float | None:
-    """The largest share of promises not labelled checked that the rules may call checked,
-    with the share of them they find and the share labelled checked as they are, for their
-    "checked" to be right ``target`` of the times: found * labelled * (1 - target) /
-    (target * (1 - labelled)). None where nothing is judged or every promise is checked."""
+    """The largest share of promises not labelled checked that the rules may call checked
+    for their "checked" to be right ``target`` of the times, the share labelled checked and
+    the share of those the rules find being what they are: found * labelled * (1 - target)
+    / (target * (1 - labelled)). None where nothing is judged or every promise is checked."""
     labelled, found = score.checked_labelled, score.checked_found
     if not labelled.total or labelled.agree == labelled.total:
         return None
