@@ -183,6 +183,20 @@ class LabelError(ValueError):
     what to fix."""
 
 
+CATEGORY_VALUES = frozenset(c.value for c in PromiseCategory)
+
+
+def shown(path: Path) -> str:
+    """A labelled file as its errors name it: a second labeller's with its folder, since
+    ``agreement/verdicts.yaml`` and ``verdicts.yaml`` differ."""
+    return f"{AGREEMENT_DIR}/{path.name}" if path.parent.name == AGREEMENT_DIR else path.name
+
+
+def item_name(path: Path, index: int, raw: Mapping[str, Any]) -> str:
+    """An item as an error names it: its file, its place there and its id."""
+    return f"{shown(path)}: item {index + 1} ({raw.get('id', 'no id')})"
+
+
 def read_labels(path: Path) -> list[dict[str, Any]]:
     """A labelled file's items: a YAML list of mappings (an empty file holds none)."""
     try:
@@ -191,11 +205,13 @@ def read_labels(path: Path) -> list[dict[str, Any]]:
         mark = getattr(error, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         problem = getattr(error, "problem", None) or "unreadable"
-        raise LabelError(f"{path.name}: not valid YAML{where} ({problem}); fix the file") from None
+        raise LabelError(
+            f"{shown(path)}: not valid YAML{where} ({problem}); fix the file"
+        ) from None
     if raw is None:
         return []
     if not isinstance(raw, list) or not all(isinstance(item, dict) for item in raw):
-        raise LabelError(f"{path.name}: expected a list of items (- id: ..., split: ..., ...)")
+        raise LabelError(f"{shown(path)}: expected a list of items (- id: ..., split: ..., ...)")
     return raw
 
 
@@ -203,7 +219,7 @@ def check_item(path: Path, index: int, raw: Mapping[str, Any], keys: Sequence[st
     """LabelError, naming what is wrong, unless the item has ``keys``, a known split (where
     it must have one) and a list of promises, each a mapping with a known category and a
     quote."""
-    name = f"{path.name}: item {index + 1} ({raw.get('id', 'no id')})"
+    name = item_name(path, index, raw)
     missing = [key for key in keys if key not in raw]
     if missing:
         raise LabelError(f"{name}: missing {missing[0]!r} (each item needs {', '.join(keys)})")
@@ -212,9 +228,9 @@ def check_item(path: Path, index: int, raw: Mapping[str, Any], keys: Sequence[st
     promises = raw["promises"] or []
     if not isinstance(promises, list) or not all(isinstance(p, dict) for p in promises):
         raise LabelError(f"{name}: promises must be a list of {{category, quote}} mappings")
-    known = ", ".join(c.value for c in PromiseCategory)
     for promise in promises:
-        if promise.get("category") not in {c.value for c in PromiseCategory}:
+        if promise.get("category") not in CATEGORY_VALUES:
+            known = ", ".join(c.value for c in PromiseCategory)
             raise LabelError(f"{name}: category {promise.get('category')!r} is not one of {known}")
         if not isinstance(promise.get("quote"), str) or not promise["quote"].strip():
             raise LabelError(f"{name}: a {promise['category']} promise has no quote")
@@ -840,7 +856,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.agreement:
         try:
             print(agreement_report(items, load_second_labeller(items, args.dir)))
-        except AgreementError as error:
+        except LabelError as error:  # an item it does not hold, or one it cannot read
             parser.error(str(error))
         return 0
     if args.learned:

@@ -62,6 +62,7 @@ from bench.promise_eval import (
     LabelError,
     check_item,
     item_files,
+    item_name,
     load_labelled_set,
     read_labels,
 )
@@ -136,18 +137,22 @@ def load_verdict_items(directory: Path = DEFAULT_DIR) -> list[VerdictItem]:
     path = directory / VERDICTS_FILE
     if not path.exists():
         raise LabelError(NO_VERDICTS.format(path=path))
-    return _verdict_items(path, ("id", "split", "promises"), titles)
+    return _verdict_items(path, titles)
 
 
-def _verdict_items(path: Path, keys: Sequence[str], titles: Mapping[str, str]) -> list[VerdictItem]:
+VERDICT_KEYS = ("id", "split", "promises")
+VERDICT_VALUES = frozenset(v.value for v in PromiseVerdict)
+
+
+def _verdict_items(path: Path, titles: Mapping[str, str]) -> list[VerdictItem]:
     raw_items = read_labels(path)
-    verdicts = ", ".join(v.value for v in PromiseVerdict)
     for index, raw in enumerate(raw_items):
-        check_item(path, index, raw, keys)
+        check_item(path, index, raw, VERDICT_KEYS)
         for promise in raw["promises"] or ():
-            if promise.get("verdict") not in {v.value for v in PromiseVerdict}:
+            if promise.get("verdict") not in VERDICT_VALUES:
+                verdicts = ", ".join(v.value for v in PromiseVerdict)
                 raise LabelError(
-                    f"{path.name}: item {index + 1} ({raw['id']}): verdict "
+                    f"{item_name(path, index, raw)}: verdict "
                     f"{promise.get('verdict')!r} is not one of {verdicts}"
                 )
     return [
@@ -178,7 +183,7 @@ def load_second_reader(
     if not path.exists():
         return []
     known = {(i.id, i.split): i for i in items}
-    second = _verdict_items(path, ("id", "split", "promises"), {})
+    second = _verdict_items(path, {})
     for item in second:
         labelled = known.get((item.id, item.split))
         if labelled is None:
@@ -606,7 +611,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.agreement:
         try:
             second = load_second_reader(every, args.dir)
-        except AgreementError as error:
+        except LabelError as error:  # an item it does not hold, or one it cannot read
             parser.error(str(error))
         if not second:
             parser.error(NO_SECOND_READER.format(path=args.dir / AGREEMENT_DIR / VERDICTS_FILE))

@@ -76,3 +76,32 @@ def test_a_readable_set_is_measured(tmp_path, capsys):
     # no mirror: the verdict bench says what it needs, having read the labels
     assert verdict_eval(["--dir", str(tmp_path)]) == 0
     assert "no mirror of o/r given or found" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("main", "name", "text", "said"),
+    [
+        (
+            promise_eval,
+            "dev.yaml",
+            "- id: o/r#1\n  promises: [{category: speed, quote: x}]\n",
+            "agreement/dev.yaml: item 1 (o/r#1): category 'speed' is not one of",
+        ),
+        (
+            verdict_eval,
+            "verdicts.yaml",
+            VERDICT.format(category="state", verdict="maybe"),
+            "agreement/verdicts.yaml: item 1 (o/r#1): verdict 'maybe' is not one of",
+        ),
+    ],
+)
+def test_a_second_readers_file_the_bench_cannot_read_is_refused_by_name(
+    tmp_path, capsys, main, name, text, said
+):
+    # both ended in a traceback: only a second reader's unknown item was refused
+    (tmp_path / "batch.yaml").write_text(ITEM.format(split="dev", promises=MEMORY))
+    (tmp_path / "verdicts.yaml").write_text(VERDICT.format(category="state", verdict="checked"))
+    (tmp_path / "agreement").mkdir()
+    (tmp_path / "agreement" / name).write_text(text)
+    line = refusal(main, ["--dir", str(tmp_path), "--agreement"], capsys)
+    assert said in line
