@@ -309,6 +309,10 @@ CUES: dict[PromiseCategory, re.Pattern[str]] = {
         + r"[^.]{0,20}\b(with|by)\b[^.]{0,20}"
         + _COLLECTIVE,
         _COLLECTIVE + r"[^.]{0,40}(->|→)[^.]{0,20}" + _COLLECTIVE,
+        # ... or used in its place ("broadcast instead of all-gather")
+        _COLLECTIVE
+        + r"s?\b[^.]{0,30}\b(instead of|rather than|in place of)\b[^.]{0,20}"
+        + _COLLECTIVE,
         r"\b(unnecessary|redundant|avoid\w*|fewer|less|no|skip\w*|eliminat\w*|remov\w*|reduc\w*)"
         r" (\w+[- ]){0,2}(mem)?cop(y|ies)\b",
         r"\b\d+\s+" + _COLLECTIVE + r"s?\b",

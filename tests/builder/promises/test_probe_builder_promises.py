@@ -614,6 +614,8 @@ SENTENCE_CUES = [
     ("Copy the config into the run folder.", C.traffic, False),
     ("Replace MoE all-reduce with reduce-scatter.", C.traffic, True),
     ("all-gather(2H) + all-reduce(H) -> all-gather(H)", C.traffic, True),
+    ("Use a broadcast of the logits instead of an all-gather.", C.traffic, True),
+    ("Use an all-reduce instead of a loop over the ranks.", C.traffic, False),
     ("Replace the config loader with a faster parser.", C.traffic, False),
     ("No collective communication is required for the query.", C.traffic, True),
     # what is cleared when a request's life turns, what is cached and what no longer is
