@@ -22,6 +22,11 @@ assertion that checks it, or why none does) above the reader's. Usage::
 
     python -m bench.verdict_eval --mirror volcengine/verl=PATH \\
         --mirror NVIDIA/Megatron-LM=PATH [--file NAME] [--misses] [--intervals]
+        [--jobs N] [--cache DIR]
+
+``--jobs N`` reads N commits at once and ``--cache DIR`` keeps what was read at each
+commit, so that a change to the verdict rules alone is measured again in seconds
+(:mod:`bench.readings`).
 
 Below the table, the verdicts said against those labelled (rows said, columns labelled),
 dev beside holdout: which way the rules part from the readers (counts only, so the
@@ -51,6 +56,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from bench.args import positive
 from bench.promise_eval import (
     AGREEMENT_DIR,
     DEFAULT_DIR,
@@ -66,18 +72,13 @@ from bench.promise_eval import (
     load_labelled_set,
     read_labels,
 )
+from bench.readings import TEST_GLOBS, CacheError, ReadingCache, read_commits
 from bench.resample import LEVEL, RESAMPLES, Pair, intervals, render_interval
-from probe_builder.gitio import GitTree, diff_commits
-from probe_builder.material.contract import extract_contract, sources_of_test_patch
-from probe_builder.material.split import split_patch
 from probe_builder.promises.extract import ExtractedPromise
-from probe_builder.promises.linking import CodeUnderTest, code_under_test
+from probe_builder.promises.linking import CodeUnderTest
 from probe_builder.promises.verdicts import CHECKED_VIA, PromiseCheck, judge_promises
-from probewatch.testfiles import TestFiles
 from task_registry.types import PromiseCategory, PromiseVerdict
 
-# Both repositories' tests.globs in the watch file (bot/watch.example.toml).
-TEST_GLOBS = ("tests/**", "**/test_*.py", "**/*_test.py")
 CLAIM_CATEGORIES = (
     PromiseCategory.memory,
     PromiseCategory.time,
@@ -232,16 +233,6 @@ class CommitIndex:
         return None
 
 
-def code_at(repo: Path, commit: str, test_globs: Sequence[str] = TEST_GLOBS) -> CodeUnderTest:
-    """What build_material derives for verdicts, for ``commit`` against its first parent."""
-    base_sha = f"{commit}^1"
-    base, head = GitTree(repo, base_sha), GitTree(repo, commit)
-    split = split_patch(diff_commits(repo, base_sha, commit), test_globs=test_globs)
-    sources = sources_of_test_patch(split.test_files, head=head)
-    contract = extract_contract(split.golden_files, base=base, head=head, sources=sources)
-    return code_under_test(split, head=head, contract=contract, test_files=TestFiles(test_globs))
-
-
 @dataclass
 class Tally:
     agree: int = 0
@@ -323,19 +314,25 @@ def rule_checks(
     mirrors: Mapping[str, Path],
     judge: Judge = judge_promises,
     test_globs: Sequence[str] = TEST_GLOBS,
+    *,
+    jobs: int = 1,
+    cache: ReadingCache | None = None,
 ) -> dict[str, Sequence[PromiseCheck] | None]:
     """The rules' check of each item's labelled promises, in their order; None for an item
-    whose repository has no mirror or whose commit the mirror lacks."""
+    whose repository has no mirror or whose commit the mirror lacks. Commits are read
+    ``jobs`` at a time, and kept in ``cache`` (:mod:`bench.readings`)."""
     indexes = {repo: CommitIndex(path) for repo, path in mirrors.items()}
-    checks: dict[str, Sequence[PromiseCheck] | None] = {}
+    found: dict[str, tuple[Path, str] | None] = {}
     for item in items:
         index = indexes.get(item.repository)
         commit = index.find(item) if index is not None else None
-        if index is None or not commit:
-            checks[item.id] = None
-            continue
-        code = code_at(index.repo, commit, test_globs)
-        checks[item.id] = judge(as_extracted(item), code)
+        found[item.id] = (index.repo, commit) if index is not None and commit else None
+    wanted = [key for key in found.values() if key is not None]
+    readings = read_commits(wanted, test_globs, jobs=jobs, cache=cache)
+    checks: dict[str, Sequence[PromiseCheck] | None] = {}
+    for item in items:
+        key = found[item.id]
+        checks[item.id] = None if key is None else judge(as_extracted(item), readings[key])
     return checks
 
 
@@ -415,6 +412,9 @@ def agreement_report(
     second: Sequence[VerdictItem],
     mirrors: Mapping[str, Path],
     judge: Judge = judge_promises,
+    *,
+    jobs: int = 1,
+    cache: ReadingCache | None = None,
 ) -> str:
     """The second reader against the set's labels; with mirrors, the rules on the same
     promises against each of the two."""
@@ -423,7 +423,8 @@ def agreement_report(
     reader = {s: score(subsets[s], _verdicts(_in_order(second, subsets[s]))) for s in subsets}
     tables = [("second reader vs the set's labels", reader)]
     if mirrors:
-        checks = rule_checks([*subsets[DEV], *subsets[HOLDOUT]], mirrors, judge)
+        chosen = [*subsets[DEV], *subsets[HOLDOUT]]
+        checks = rule_checks(chosen, mirrors, judge, jobs=jobs, cache=cache)
         rules, steps = verdicts_of(checks), steps_of(checks)
         tables += [
             (
@@ -592,9 +593,22 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also each rate's 90%% interval over PRs resampled (the whole set)",
     )
+    parser.add_argument(
+        "--jobs", type=positive, default=1, help="commits read at once (one process each)"
+    )
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        metavar="DIR",
+        help="keep each commit's reading in DIR and reuse it while the readers are unchanged",
+    )
     args = parser.parse_args(argv)
     if args.misses and args.split != DEV:
         parser.error(MISSES_REFUSED)
+    try:
+        cache = ReadingCache(args.cache) if args.cache is not None else None
+    except CacheError as error:
+        parser.error(str(error))
     try:
         items = every = load_verdict_items(args.dir)
     except LabelError as error:
@@ -615,7 +629,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(str(error))
         if not second:
             parser.error(NO_SECOND_READER.format(path=args.dir / AGREEMENT_DIR / VERDICTS_FILE))
-        print(agreement_report(items, second, mirrors))
+        print(agreement_report(items, second, mirrors, jobs=args.jobs, cache=cache))
         return 0
     if not mirrors:
         repos = ", ".join(sorted({i.repository for i in items}))
@@ -623,7 +637,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     wanted = [DEV, HOLDOUT] if args.split == "all" else [args.split]
     chosen = [i for i in items if i.split in wanted]
-    checks = rule_checks(chosen, mirrors)
+    checks = rule_checks(chosen, mirrors, jobs=args.jobs, cache=cache)
     said, steps = verdicts_of(checks), steps_of(checks)
     whole = _by_split(chosen, said, steps, reasons_of(checks))
     print(render(*whole))

@@ -1216,6 +1216,29 @@ def test_verdict_bench_prints_dev_misses_beside_the_table(tmp_path, capsys):
     assert "'checked' right" in out
 
 
+def test_verdict_bench_prints_the_same_table_from_readings_kept_between_runs(
+    tmp_path, capsys, monkeypatch
+):
+    from bench import readings
+    from bench.verdict_eval import main
+
+    repo, data = _bench_repo(tmp_path)
+    args = ["--dir", str(data), "--mirror", f"acme/lib={repo}", "--split", "dev"]
+    assert main(args) == 0
+    plain = capsys.readouterr().out
+    cached = [*args, "--cache", str(tmp_path / "cache"), "--jobs", "2"]
+    assert main(cached) == 0
+    assert capsys.readouterr().out == plain
+    assert len(list((tmp_path / "cache").iterdir())) == 1
+
+    def unread(job):
+        raise AssertionError(f"read again: {job}")
+
+    monkeypatch.setattr(readings, "_read", unread)  # the second run reads nothing
+    assert main(cached) == 0
+    assert capsys.readouterr().out == plain
+
+
 def test_verdict_bench_lists_a_disagreement_with_each_sides_evidence(tmp_path, capsys):
     from bench.verdict_eval import main
 
