@@ -5,7 +5,7 @@ Prints the page's latency (p50/p99) over every request after a warm-up one, and 
 goal: p50 < 100 ms with 4 concurrent clients. Without ``--home``, the demo is run first into a
 fresh home (minutes: it mines, builds, validates and grades).
 
-    python bench/leaderboard_load.py [--home HOME] [--clients 4] [--requests 50]
+    python -m bench.service.leaderboard_load [--home HOME] [--clients 4] [--requests 50]
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench.args import positive
-from bench.webhook_load import free_port, percentile, wait_healthy
+from bench.service.webhook_load import free_port, percentile, wait_healthy
 
 PAGE = "/leaderboard"
 GOAL_P50_MS = 100.0

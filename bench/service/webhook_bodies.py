@@ -7,7 +7,7 @@ then posts with a wrong signature (read while the HMAC is computed, at most the 
 cap at once, the rest answered 503). Prints the answers and the RSS before, at peak and
 after, and checks the goal: the peak stays within 100 MiB of the idle process.
 
-    python bench/webhook_bodies.py [--clients 12] [--megabytes 25]
+    python -m bench.service.webhook_bodies [--clients 12] [--megabytes 25]
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench.args import positive
-from bench.webhook_load import free_port, serve_web, wait_healthy
+from bench.service.webhook_load import free_port, serve_web, wait_healthy
 
 CHUNK = 1 << 20
 GOAL_MIB = 100

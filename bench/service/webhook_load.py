@@ -6,7 +6,7 @@ deduplicated, and checks the goals: p99 < 50 ms, no forged delivery accepted, no
 twice. The worker's handler for mined PRs only records that it ran: this measures intake, the
 queue and dedupe, not mining.
 
-    python bench/webhook_load.py [--rate 100] [--seconds 10] [--database-url URL]
+    python -m bench.service.webhook_load [--rate 100] [--seconds 10] [--database-url URL]
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 SECRET = "bench-secret"
 REPO = "bench/repo"

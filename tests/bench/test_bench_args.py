@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 
 from bench.hollow_rate import main as hollow_rate
-from bench.leaderboard_load import main as leaderboard_load
 from bench.mine_git import main as mine_git
 from bench.mutant_counts import main as mutant_counts
 from bench.promise_eval import main as promise_eval
 from bench.real_prs import main as real_prs
+from bench.service.leaderboard_load import main as leaderboard_load
+from bench.service.webhook_bodies import main as webhook_bodies
 from bench.verl_cpu_prs import main as verl_cpu_prs
-from bench.webhook_bodies import main as webhook_bodies
 from tests.bench_support import refusal
 
 
