@@ -167,23 +167,23 @@ def read_commits(
     *,
     jobs: int = 1,
     cache: ReadingCache | None = None,
-) -> dict[tuple[Path, str], CodeUnderTest]:
-    """The reading of each (mirror, commit), from ``cache`` where it holds one, the others
-    read ``jobs`` at a time (and kept in ``cache``)."""
+) -> Iterator[tuple[tuple[Path, str], CodeUnderTest]]:
+    """Each distinct (mirror, commit) with its reading, as it comes: those ``cache`` holds
+    first, then the others, read ``jobs`` at a time and kept in ``cache`` as each arrives
+    (a run cut short keeps what it read). A caller that judges each reading as it comes
+    holds one at a time, not the whole set."""
     globs = tuple(test_globs)
-    readings: dict[tuple[Path, str], CodeUnderTest] = {}
     missing: list[tuple[Path, str]] = []
     for key in dict.fromkeys(commits):
         kept = cache.get(*key, globs) if cache is not None else None
         if kept is None:
             missing.append(key)
         else:
-            readings[key] = kept
+            yield key, kept
     for key, code in zip(missing, _read_all(missing, globs, jobs), strict=True):
-        readings[key] = code
-        if cache is not None:  # kept as each arrives: a run cut short keeps what it read
+        if cache is not None:
             cache.put(*key, code, globs)
-    return readings
+        yield key, code
 
 
 def _read_all(

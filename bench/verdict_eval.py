@@ -322,17 +322,18 @@ def rule_checks(
     whose repository has no mirror or whose commit the mirror lacks. Commits are read
     ``jobs`` at a time, and kept in ``cache`` (:mod:`bench.readings`)."""
     indexes = {repo: CommitIndex(path) for repo, path in mirrors.items()}
-    found: dict[str, tuple[Path, str] | None] = {}
+    checks: dict[str, Sequence[PromiseCheck] | None] = {}
+    at_commit: dict[tuple[Path, str], list[VerdictItem]] = {}
     for item in items:
         index = indexes.get(item.repository)
         commit = index.find(item) if index is not None else None
-        found[item.id] = (index.repo, commit) if index is not None and commit else None
-    wanted = [key for key in found.values() if key is not None]
-    readings = read_commits(wanted, test_globs, jobs=jobs, cache=cache)
-    checks: dict[str, Sequence[PromiseCheck] | None] = {}
-    for item in items:
-        key = found[item.id]
-        checks[item.id] = None if key is None else judge(as_extracted(item), readings[key])
+        checks[item.id] = None
+        if index is not None and commit:
+            at_commit.setdefault((index.repo, commit), []).append(item)
+    # each reading judged as it comes, so that one is held at a time
+    for key, code in read_commits(list(at_commit), test_globs, jobs=jobs, cache=cache):
+        for item in at_commit[key]:
+            checks[item.id] = judge(as_extracted(item), code)
     return checks
 
 

@@ -51,6 +51,11 @@ def _repo(tmp_path: Path, commits: int = 1) -> tuple[Path, list[str]]:
     return repo, shas
 
 
+def _readings(commits, *args, **kwargs):
+    """Every reading ``read_commits`` gives, by (mirror, commit)."""
+    return dict(read_commits(commits, *args, **kwargs))
+
+
 def _unread(job):  # a reader that must not run: the cache holds the reading
     raise AssertionError(f"read again: {job}")
 
@@ -72,11 +77,11 @@ def test_the_reading_modules_are_every_project_module_the_readers_load():
 def test_a_kept_reading_is_used_and_not_read_again(tmp_path, monkeypatch):
     repo, [sha] = _repo(tmp_path)
     cache = ReadingCache(tmp_path / "cache")
-    first = read_commits([(repo, sha)], cache=cache)
+    first = _readings([(repo, sha)], cache=cache)
     kept = list((tmp_path / "cache").iterdir())
     assert [p.name.split("-")[1] for p in kept] == [sha]
     monkeypatch.setattr(readings, "_read", _unread)
-    again = read_commits([(repo, sha)], cache=ReadingCache(tmp_path / "cache"))
+    again = _readings([(repo, sha)], cache=ReadingCache(tmp_path / "cache"))
     assert again == first
     assert [t.name for t in again[(repo, sha)].profile.tests] == ["test_fused_loss_matches_0"]
 
@@ -92,21 +97,21 @@ def test_a_reading_is_read_again_when_a_reader_changes(tmp_path, monkeypatch):
     assert readers_version() != before
     repo, [sha] = _repo(tmp_path)
     cache = ReadingCache(tmp_path / "cache")
-    read_commits([(repo, sha)], cache=cache)
+    _readings([(repo, sha)], cache=cache)
     reader.write_text("RULE = 3\n")
     stale = ReadingCache(tmp_path / "cache")
     assert stale.get(repo, sha) is None
     assert cache.get(repo, sha) is not None  # the version it was written under
     assert cache.get(repo, sha, ("tests/**",)) is None  # read under other test globs
-    read_commits([(repo, sha)], cache=stale)  # the newer reading replaces the older
+    _readings([(repo, sha)], cache=stale)  # the newer reading replaces the older
     assert [p.name for p in (tmp_path / "cache").iterdir()] == [stale.path(repo, sha).name]
 
 
 def test_readings_under_other_test_globs_are_kept_apart(tmp_path):
     repo, [sha] = _repo(tmp_path)
     cache = ReadingCache(tmp_path / "cache")
-    everything = read_commits([(repo, sha)], cache=cache)[(repo, sha)]
-    nothing = read_commits([(repo, sha)], ("spec/**",), cache=cache)[(repo, sha)]
+    everything = _readings([(repo, sha)], cache=cache)[(repo, sha)]
+    nothing = _readings([(repo, sha)], ("spec/**",), cache=cache)[(repo, sha)]
     assert [t.name for t in everything.profile.tests] == ["test_fused_loss_matches_0"]
     assert nothing.profile.tests == ()  # no file is a test under these globs
     assert len(list((tmp_path / "cache").iterdir())) == 2
@@ -115,11 +120,11 @@ def test_readings_under_other_test_globs_are_kept_apart(tmp_path):
 def test_a_kept_file_that_cannot_be_loaded_is_read_again_and_replaced(tmp_path):
     repo, [sha] = _repo(tmp_path)
     cache = ReadingCache(tmp_path / "cache")
-    first = read_commits([(repo, sha)], cache=cache)
+    first = _readings([(repo, sha)], cache=cache)
     path = cache.path(repo, sha)
     path.write_bytes(path.read_bytes()[:40])  # cut short
     assert cache.get(repo, sha) is None
-    assert read_commits([(repo, sha)], cache=cache) == first
+    assert _readings([(repo, sha)], cache=cache) == first
     assert cache.get(repo, sha) == first[(repo, sha)]
     assert [p.name for p in (tmp_path / "cache").iterdir()] == [path.name]  # no leftovers
 
@@ -127,8 +132,8 @@ def test_a_kept_file_that_cannot_be_loaded_is_read_again_and_replaced(tmp_path):
 def test_commits_read_in_parallel_read_as_one_at_a_time(tmp_path):
     repo, shas = _repo(tmp_path, commits=3)
     keys = [(repo, sha) for sha in shas]
-    assert read_commits(keys, jobs=3) == read_commits(keys, jobs=1)
-    names = [r.profile.tests[0].name for r in read_commits(keys, jobs=2).values()]
+    assert _readings(keys, jobs=3) == _readings(keys, jobs=1)
+    names = [r.profile.tests[0].name for r in _readings(keys, jobs=2).values()]
     assert names == [f"test_fused_loss_matches_{n}" for n in range(3)]
 
 
