@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import os
 import pickle
 import sys
 import tempfile
@@ -33,6 +32,7 @@ from probe_builder.gitio import GitTree, diff_commits
 from probe_builder.material.contract import extract_contract, sources_of_test_patch
 from probe_builder.material.split import split_patch
 from probe_builder.promises.linking import CodeUnderTest, code_under_test
+from probewatch.disk import write_atomic
 from probewatch.testfiles import TestFiles
 
 # Both repositories' tests.globs in the watch file (bot/watch.example.toml).
@@ -56,6 +56,7 @@ READING_MODULES = (
     "probe_builder.promises.linking",
     "probe_builder.promises.shared_helpers",
     "probewatch",
+    "probewatch.disk",
     "probewatch.errors",
     "probewatch.git",
     "probewatch.paths",
@@ -143,14 +144,7 @@ class ReadingCache:
     ) -> None:
         """Keep ``code``: written to a file beside it, then moved into place whole."""
         target = self.path(repo, commit, test_globs)
-        handle, temporary = tempfile.mkstemp(dir=self.folder, prefix=".reading-")
-        try:
-            with os.fdopen(handle, "wb") as out:
-                pickle.dump(code, out, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(temporary, target)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        write_atomic(target, pickle.dumps(code, protocol=pickle.HIGHEST_PROTOCOL))
         for older in self.folder.glob(f"{self._stem(repo, commit, test_globs)}-*.pickle"):
             if older != target:
                 older.unlink(missing_ok=True)

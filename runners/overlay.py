@@ -11,11 +11,11 @@ in ``.git``, not through a symlink.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from probewatch.disk import write_atomic
 from probewatch.errors import RunnerError
 from probewatch.testfiles import is_pytest_module
 from runners.patches import unsafe_path_reason
@@ -79,10 +79,4 @@ def _write_all(tree: Path, files: Mapping[str, str]) -> None:
         if target.is_symlink():
             target.unlink()  # replace a link with a file; never write through it
         target.parent.mkdir(parents=True, exist_ok=True)
-        _write(target, text)
-
-
-def _write(target: Path, text: str) -> None:
-    temporary = target.with_name(f".{target.name}.overlay")
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, target)
+        write_atomic(target, text)

@@ -23,7 +23,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import urllib.request
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Mapping, Sequence
@@ -31,6 +30,7 @@ from datetime import datetime
 from functools import partial
 from pathlib import Path
 
+from probewatch.disk import write_atomic
 from probewatch.errors import RunnerError
 from runners.backends.serialize import (
     JUNIT_FILE,
@@ -232,19 +232,8 @@ def execute(
 def write_results(result: RunResult, out: Path) -> None:
     """``result.json`` and ``junit.xml`` in ``out``, each replaced atomically."""
     out.mkdir(parents=True, exist_ok=True)
-    _write_atomic(out / RESULT_FILE, result_to_json(result))
-    _write_atomic(out / JUNIT_FILE, junit_xml(result))
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    write_atomic(out / RESULT_FILE, result_to_json(result))
+    write_atomic(out / JUNIT_FILE, junit_xml(result))
 
 
 def junit_xml(result: RunResult) -> str:

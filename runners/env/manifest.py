@@ -8,14 +8,13 @@ curator reads to see why a package is there.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import tempfile
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 
 from pydantic import BaseModel, Field
+
+from probewatch.disk import write_atomic
 
 MANIFEST_NAME = "probewatch-manifest.json"
 
@@ -78,13 +77,4 @@ def read_manifest(env_root: Path) -> Manifest:
 
 def write_manifest(env_root: Path, manifest: Manifest, *, mode: int = 0o644) -> None:
     """Replace the manifest atomically: a reader sees the old one or the new one, whole."""
-    fd, tmp = tempfile.mkstemp(prefix=".manifest-", dir=env_root)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(manifest.model_dump_json(indent=2))
-        os.chmod(tmp, mode)
-        os.replace(tmp, manifest_path(env_root))
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    write_atomic(manifest_path(env_root), manifest.model_dump_json(indent=2), mode=mode)
