@@ -330,18 +330,21 @@ def survivor_places(
 ) -> list[dict[str, object]]:
     """Every surviving patch: what it changes, and whether the task page lists it (every
     survivor not set aside as likely equivalent), with what it is tied to there: a promise
-    the PR's tests miss (a gap a report may show), one they check, or no promise."""
-    gap_ids = {g.patch.id for g in gaps(table)}
-    linked = table.linked()
+    the PR's tests miss (a gap a report may show; "read as checked" when the tests were
+    read to check it), or no promise."""
+    gaps_of = {g.patch.id: g for g in gaps(table)}
     surviving = [a for a in table.adversarials if a.survives_original]
     hunks = survivor_hunks(golden, patches, surviving)
     found: list[dict[str, object]] = []
     for patch in surviving:
         where = f"set aside: {patch.equivalent}" if patch.equivalent else "task page"
-        if patch.id in gap_ids:
-            link = "missed promise"
+        gap = gaps_of.get(patch.id)
+        if gap is None:
+            link = "no promise"
+        elif all(p.contradicted for p in gap.promises):
+            link = "missed promise, read as checked"
         else:
-            link = "checked promise" if patch.id in linked else "no promise"
+            link = "missed promise"
         found.append(
             {
                 "id": patch.id,

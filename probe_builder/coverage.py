@@ -111,6 +111,13 @@ def _breaks(
     return promise.concerned_by(adversarial) or bool(own & set(adversarial.rejected_by))
 
 
+def _verdict_cell(row: PromiseCoverage) -> str:
+    """The verdict read from the PR's tests, and whether a survivor of the promise's own kind
+    contradicts it."""
+    verdict = str(row.verdict or "-")
+    return f"{verdict}, yet a survivor of its kind passes" if row.contradicted else verdict
+
+
 def _probe_cell(table: CoverageTable, paths: Sequence[str]) -> str:
     lines = []
     for path in paths:
@@ -156,7 +163,7 @@ def render_coverage(table: CoverageTable) -> Table:
             str(number),
             str(row.category),
             quote,
-            str(row.verdict or "-"),
+            _verdict_cell(row),
             _probe_cell(table, row.probes),
             _survivor_cell(table, row.survivors),
         )

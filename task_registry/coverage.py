@@ -108,8 +108,26 @@ class PromiseCoverage(BaseModel):
 
     @property
     def missed(self) -> bool:
-        """The PR's tests do not check this promise, and a surviving patch shows it."""
-        return self.verdict != PromiseVerdict.checked and bool(self.survivors)
+        """A surviving patch shows the PR's tests miss this promise: it breaks the promise
+        and they pass. A promise they were read to check is missed only where running
+        contradicts the reading (:attr:`contradicted`)."""
+        return bool(self.survivors) and (
+            self.verdict != PromiseVerdict.checked or self.contradicted
+        )
+
+    @property
+    def contradicted(self) -> bool:
+        """The tests were read to check this promise, yet a surviving patch of its own kind
+        (memory, time, traffic, state, mode or numeric) breaks it and passes them: such a
+        patch changes what the promise is about, so what running showed outweighs what
+        reading said. A functional promise's reading stands: the code behind a checked
+        feature always leaves some patch alive (an argument, a log line) that breaks no
+        more of it than its tests' assertions leave open."""
+        return (
+            self.verdict == PromiseVerdict.checked
+            and self.category != PromiseCategory.functional
+            and bool(self.survivors)
+        )
 
 
 class WaitingTest(BaseModel):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.report.evidence import RunContext, gaps, mutation_hunk
+from bot.report.evidence import CONTRADICTED, RunContext, gaps, mutation_hunk
 from bot.report.render import (
     BODY_BUDGET,
     GITHUB_BODY_LIMIT,
@@ -325,9 +325,25 @@ def test_a_comment_shows_at_most_max_entries_gaps_and_counts_the_rest(max_entrie
     assert len(entries(render_full_report(found, full_url=URL))) == 12  # the task page: all
 
 
-def test_a_checked_promise_with_a_survivor_is_not_a_gap() -> None:
+def test_a_promise_read_as_checked_with_a_survivor_is_a_gap_that_says_so() -> None:
+    # Running outweighs reading: the tests assert on the promise, yet a patch that breaks it
+    # passes them, so the report shows the patch and never calls the promise checked.
     row = replace(TRAFFIC, verdict="checked")
-    assert not render_report(report(row), full_url=URL).actionable
+    rendered = render_report(report(FUNCTIONAL, row), full_url=URL)
+    assert rendered.actionable and len(entries(rendered.body)) == 1
+    assert f"(resource.traffic, {CONTRADICTED})" in rendered.body
+    table = rendered.body.split("<details>")[1]
+    assert f"| resource.traffic | {CONTRADICTED} |" in table
+    assert "| functional | checked |" in table  # no survivor: the reading stands
+
+
+def test_a_functional_promise_read_as_checked_keeps_its_reading_beside_a_survivor() -> None:
+    # Some patch of a checked feature's code always survives (an argument, a log line); only
+    # a survivor of a resource, state, mode or numeric promise's own kind outweighs the reading.
+    row = replace(TRAFFIC, category="functional", verdict="checked")
+    rendered = render_report(report(row), full_url=URL)
+    assert not rendered.actionable
+    assert "| functional | checked |" in rendered.body
 
 
 def test_an_unchecked_promise_without_evidence_is_not_a_gap_nor_called_checked() -> None:

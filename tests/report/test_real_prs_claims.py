@@ -161,7 +161,7 @@ def test_every_survivor_not_set_aside_is_on_the_task_page_with_what_it_is_tied_t
     places = {p["id"]: (p["where"], p["link"]) for p in survivor_places(table, "", {})}
     assert places == {
         "m1": ("task page", "missed promise"),
-        "s1": ("task page", "checked promise"),
+        "s1": ("task page", "missed promise, read as checked"),
         "f1": ("task page", "no promise"),
         "f2": ("set aside: same outputs", "no promise"),
     }
