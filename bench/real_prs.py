@@ -331,8 +331,10 @@ def survivor_places(
     """Every surviving patch: what it changes, and whether the task page lists it (every
     survivor not set aside as likely equivalent), with what it is tied to there: a promise
     the PR's tests miss (a gap a report may show; "read as checked" when the tests were
-    read to check it), or no promise."""
+    read to check it), a feature they check (whose reading the survivor does not outweigh),
+    or no promise."""
     gaps_of = {g.patch.id: g for g in gaps(table)}
+    linked = table.linked()
     surviving = [a for a in table.adversarials if a.survives_original]
     hunks = survivor_hunks(golden, patches, surviving)
     found: list[dict[str, object]] = []
@@ -340,7 +342,7 @@ def survivor_places(
         where = f"set aside: {patch.equivalent}" if patch.equivalent else "task page"
         gap = gaps_of.get(patch.id)
         if gap is None:
-            link = "no promise"
+            link = "checked promise" if patch.id in linked else "no promise"
         elif all(p.contradicted for p in gap.promises):
             link = "missed promise, read as checked"
         else:

@@ -147,10 +147,12 @@ def test_every_survivor_not_set_aside_is_on_the_task_page_with_what_it_is_tied_t
         promises=[
             _promise(1, M, PromiseVerdict.unchecked, survivors=["m1"]),
             _promise(2, S, PromiseVerdict.checked, survivors=["s1"]),
+            _promise(3, PromiseCategory.functional, PromiseVerdict.checked, survivors=["c1"]),
         ],
         adversarials=[
             _patch("m1", M, True),
             _patch("s1", S, True),
+            _patch("c1", PromiseCategory.functional, True),
             _patch("f1", PromiseCategory.functional, True),
             _patch("f2", PromiseCategory.functional, True).model_copy(
                 update={"equivalent": "same outputs"}
@@ -162,6 +164,7 @@ def test_every_survivor_not_set_aside_is_on_the_task_page_with_what_it_is_tied_t
     assert places == {
         "m1": ("task page", "missed promise"),
         "s1": ("task page", "missed promise, read as checked"),
+        "c1": ("task page", "checked promise"),
         "f1": ("task page", "no promise"),
         "f2": ("set aside: same outputs", "no promise"),
     }
