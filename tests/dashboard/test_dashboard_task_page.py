@@ -21,7 +21,7 @@ from task_registry.db import session_scope
 from task_registry.models import AdversarialPatchCreate
 from task_registry.swebench import instance_id_for
 from task_registry.tasks import add_adversarial, find_task
-from task_registry.types import Control, ProbeStatus
+from task_registry.types import Control, ProbeStatus, PromiseCategory, PromiseVerdict
 from tests.dashboard_support import GAPS, REPO, WAITING, dashboard_app, seed_dashboard
 from tests.factories import GOLDEN
 
@@ -284,3 +284,19 @@ def _store(engine: Engine, instance: str, table: CoverageTable) -> None:
         assert task is not None
         task.coverage = table.model_dump(mode="json")
         session.add(task)
+
+
+def test_a_promise_read_as_checked_beside_a_survivor_of_its_kind_says_a_gap_passes(
+    client: TestClient, sqlite_engine: Engine
+) -> None:
+    instance = instance_id_for(REPO, GAPS)
+    table = _stored(sqlite_engine, instance)
+    row = next(p for p in table.promises if p.survivors)
+    row.verdict, row.category = PromiseVerdict.checked, PromiseCategory.state
+    _store(sqlite_engine, instance, table)
+
+    page = client.get(f"/tasks/{instance}").text
+    coverage = page.split('id="coverage"', 1)[1].split("</table>", 1)[0]
+    (cells,) = re.findall(r'<tr class="missed" data-category="state"(.*?)</tr>', coverage, re.S)
+    assert 'data-verdict="checked" data-missed="yes"' in cells
+    assert '<td class="verdict">checked, yet a gap passes</td>' in cells
