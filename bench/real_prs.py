@@ -343,7 +343,7 @@ def survivor_places(
         gap = gaps_of.get(patch.id)
         if gap is None:
             link = "checked promise" if patch.id in linked else "no promise"
-        elif all(p.contradicted for p in gap.promises):
+        elif all(table.contradicted(p) for p in gap.promises):
             link = "missed promise, read as checked"
         else:
             link = "missed promise"

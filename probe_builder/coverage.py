@@ -111,11 +111,11 @@ def _breaks(
     return promise.concerned_by(adversarial) or bool(own & set(adversarial.rejected_by))
 
 
-def _verdict_cell(row: PromiseCoverage) -> str:
+def _verdict_cell(table: CoverageTable, row: PromiseCoverage) -> str:
     """The verdict read from the PR's tests, and whether a survivor of the promise's own kind
     contradicts it."""
     verdict = str(row.verdict or "-")
-    return f"{verdict}, yet a survivor of its kind passes" if row.contradicted else verdict
+    return f"{verdict}, yet a survivor of its kind passes" if table.contradicted(row) else verdict
 
 
 def _probe_cell(table: CoverageTable, paths: Sequence[str]) -> str:
@@ -163,7 +163,7 @@ def render_coverage(table: CoverageTable) -> Table:
             str(number),
             str(row.category),
             quote,
-            _verdict_cell(row),
+            _verdict_cell(table, row),
             _probe_cell(table, row.probes),
             _survivor_cell(table, row.survivors),
         )

@@ -108,26 +108,9 @@ class PromiseCoverage(BaseModel):
 
     @property
     def missed(self) -> bool:
-        """A surviving patch shows the PR's tests miss this promise: it breaks the promise
-        and they pass. A promise they were read to check is missed only where running
-        contradicts the reading (:attr:`contradicted`)."""
-        return bool(self.survivors) and (
-            self.verdict != PromiseVerdict.checked or self.contradicted
-        )
-
-    @property
-    def contradicted(self) -> bool:
-        """The tests were read to check this promise, yet a surviving patch of its own kind
-        (memory, time, traffic, state, mode or numeric) breaks it and passes them: such a
-        patch changes what the promise is about, so what running showed outweighs what
-        reading said. A functional promise's reading stands: the code behind a checked
-        feature always leaves some patch alive (an argument, a log line) that breaks no
-        more of it than its tests' assertions leave open."""
-        return (
-            self.verdict == PromiseVerdict.checked
-            and self.category != PromiseCategory.functional
-            and bool(self.survivors)
-        )
+        """The PR's tests do not check this promise, and a surviving patch shows it (a
+        promise they were read to check can be missed too: :meth:`CoverageTable.contradicted`)."""
+        return self.verdict != PromiseVerdict.checked and bool(self.survivors)
 
 
 class WaitingTest(BaseModel):
@@ -151,6 +134,28 @@ class CoverageTable(BaseModel):
     waiting: list[WaitingTest] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     validated_with: str | None = None  # what the validation's inputs hashed to
+
+    def contradicted(self, promise: PromiseCoverage) -> bool:
+        """The tests were read to check ``promise``, yet a surviving patch of its own kind
+        (memory, time, traffic, state, mode or numeric) in a function the promise itself is
+        linked to breaks it and passes them: what running showed outweighs what reading
+        said. A patch elsewhere in the promise's class (a ``reset`` beside the ``encode`` a
+        cache promise is about) breaks another promise of that class, not this one; and a
+        functional promise's reading stands, since the code behind a checked feature always
+        leaves some patch alive (an argument, a log line)."""
+        if promise.verdict != PromiseVerdict.checked:
+            return False
+        if promise.category == PromiseCategory.functional:
+            return False
+        return any(
+            a.promise_category == promise.category and a.place in promise.concerns
+            for a in self.survivors_of(promise)
+        )
+
+    def missed(self, promise: PromiseCoverage) -> bool:
+        """A surviving patch shows the PR's tests miss ``promise``: read as not checked, or
+        read as checked and contradicted."""
+        return promise.missed or self.contradicted(promise)
 
     def survivors(self) -> list[AdversarialCoverage]:
         """Patches that pass the PR's tests and were not set aside as likely equivalent."""
@@ -196,11 +201,11 @@ class CoverageTable(BaseModel):
     @property
     def problems(self) -> list[PromiseCoverage]:
         """Promises the PR's tests miss, each with a surviving patch as evidence."""
-        return [p for p in self.promises if p.missed]
+        return [p for p in self.promises if self.missed(p)]
 
     @property
     def covered(self) -> list[PromiseCoverage]:
-        return [p for p in self.promises if not p.missed]
+        return [p for p in self.promises if not self.missed(p)]
 
     @property
     def actionable(self) -> bool:

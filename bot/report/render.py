@@ -216,7 +216,7 @@ def _render(
             config_file=CONFIG_FILE,
             full_url=full_url,
             number_of=lambda p: numbers[p.position],
-            tests_word=tests_word,
+            tests_word=lambda p: tests_word(table, p),
             short_quote=short_quote,
             promise_list=lambda ps: promise_list(numbers, ps),
         )

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from bot.report.ranking import DEFAULT_MAX_ENTRIES
+from task_registry.coverage import CoverageTable
 
 # The whole pipeline on the demo's three tasks takes a few minutes on two shared cores.
 DEMO_TIMEOUT_S = 1800
@@ -137,13 +138,8 @@ def test_demo_reports_show_each_surviving_patch_once_within_budget_naming_no_pro
 ) -> None:
     home = demo_runs[0]
     body, table = stored(home / "probewatch.db", number)
-    # a survivor outweighs a "checked" reading except for a functional promise
-    missed = [
-        p
-        for p in table["promises"]
-        if p["survivors"] and (p["verdict"] != "checked" or p["category"] != "functional")
-    ]
-    distinct = {i for p in missed for i in p["survivors"]}
+    missed = CoverageTable.model_validate(table).problems
+    distinct = {i for p in missed for i in p.survivors}
     entries = [line for line in body.splitlines() if line.startswith("#### ")]
     # One entry per patch, never per promise; past the budget the rest are counted.
     assert len(entries) == min(len(distinct), DEFAULT_MAX_ENTRIES)

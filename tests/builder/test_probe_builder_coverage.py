@@ -173,23 +173,30 @@ def test_a_survivor_is_evidence_only_for_promises_about_the_code_that_holds_it()
     assert " in KVCache.evict (no probe rejects it)" in coverage_text(linked, width=400)
 
 
-def test_a_survivor_of_its_own_kind_outweighs_a_checked_reading_except_for_a_feature():
-    def table(category: PromiseCategory, verdict: PromiseVerdict) -> CoverageTable:
+def test_a_survivor_of_its_own_kind_in_the_promises_function_outweighs_a_checked_reading():
+    def table(
+        category: PromiseCategory, verdict: PromiseVerdict, place: str = "KVCache.evict"
+    ) -> CoverageTable:
         promise = ExtractedPromise(category=category, quote="evict frees the cache", position=1)
-        survivor = _survivor("cache", ["KVCache", "KVCache.evict"]).model_copy(
+        survivor = _survivor("cache", ["KVCache", place]).model_copy(
             update={"promise_category": category}
         )
-        check = PromiseCheck(promise, verdict, "", frozenset({"KVCache"}))
+        check = PromiseCheck(promise, verdict, "", frozenset({"KVCache", "KVCache.evict"}))
         return build_coverage_table("o__r-4", [check], adversarials=[survivor])
 
     read_checked = table(PromiseCategory.memory, PromiseVerdict.checked)
     (row,) = read_checked.promises
-    assert row.contradicted and row.missed and read_checked.actionable
+    assert read_checked.contradicted(row) and read_checked.missed(row)
+    assert read_checked.problems == [row] and read_checked.actionable
     assert "checked, yet a survivor of its kind passes" in coverage_text(read_checked, width=400)
+    # A patch in another method of the promise's class breaks another promise of that class.
+    sibling = table(PromiseCategory.memory, PromiseVerdict.checked, place="KVCache.reset")
+    assert sibling.promises[0].survivors == ["cache"]  # still listed beside it
+    assert not sibling.contradicted(sibling.promises[0]) and not sibling.actionable
     # A feature's reading stands: some patch of a checked feature's code always survives.
     feature = table(PromiseCategory.functional, PromiseVerdict.checked)
-    assert not feature.promises[0].contradicted and not feature.actionable
+    assert not feature.contradicted(feature.promises[0]) and not feature.actionable
     assert "yet a survivor" not in coverage_text(feature, width=400)
     # Read as exercised, the survivor shows the gap as it always did, with nothing to contradict.
-    exercised = table(PromiseCategory.memory, PromiseVerdict.exercised).promises[0]
-    assert exercised.missed and not exercised.contradicted
+    exercised = table(PromiseCategory.memory, PromiseVerdict.exercised)
+    assert exercised.promises[0].missed and not exercised.contradicted(exercised.promises[0])

@@ -293,6 +293,9 @@ def test_a_promise_read_as_checked_beside_a_survivor_of_its_kind_says_a_gap_pass
     table = _stored(sqlite_engine, instance)
     row = next(p for p in table.promises if p.survivors)
     row.verdict, row.category = PromiseVerdict.checked, PromiseCategory.state
+    for patch in table.survivors_of(row):  # of the promise's kind, in its own function
+        patch.promise_category, patch.symbols = PromiseCategory.state, ["sync"]
+    row.concerns = ["sync"]
     _store(sqlite_engine, instance, table)
 
     page = client.get(f"/tasks/{instance}").text

@@ -328,8 +328,10 @@ def test_a_comment_shows_at_most_max_entries_gaps_and_counts_the_rest(max_entrie
 def test_a_promise_read_as_checked_with_a_survivor_is_a_gap_that_says_so() -> None:
     # Running outweighs reading: the tests assert on the promise, yet a patch that breaks it
     # passes them, so the report shows the patch and never calls the promise checked.
-    row = replace(TRAFFIC, verdict="checked")
-    rendered = render_report(report(FUNCTIONAL, row), full_url=URL)
+    placed = report(FUNCTIONAL, replace(TRAFFIC, verdict="checked"))
+    placed.table.promises[1].concerns = ["sync"]  # the function the patch lies in
+    placed.table.adversarials[0].symbols = ["sync"]
+    rendered = render_report(placed, full_url=URL)
     assert rendered.actionable and len(entries(rendered.body)) == 1
     assert f"(resource.traffic, {CONTRADICTED})" in rendered.body
     table = rendered.body.split("<details>")[1]
@@ -340,10 +342,17 @@ def test_a_promise_read_as_checked_with_a_survivor_is_a_gap_that_says_so() -> No
 def test_a_functional_promise_read_as_checked_keeps_its_reading_beside_a_survivor() -> None:
     # Some patch of a checked feature's code always survives (an argument, a log line); only
     # a survivor of a resource, state, mode or numeric promise's own kind outweighs the reading.
-    row = replace(TRAFFIC, category="functional", verdict="checked")
-    rendered = render_report(report(row), full_url=URL)
+    placed = report(replace(TRAFFIC, category="functional", verdict="checked"))
+    placed.table.promises[0].concerns = ["sync"]
+    placed.table.adversarials[0].symbols = ["sync"]
+    rendered = render_report(placed, full_url=URL)
     assert not rendered.actionable
     assert "| functional | checked |" in rendered.body
+    # ... and so does any promise's where the patch lies outside the functions it is about
+    elsewhere = report(replace(TRAFFIC, verdict="checked"))
+    elsewhere.table.promises[0].concerns = ["sync"]
+    elsewhere.table.adversarials[0].symbols = ["reset"]
+    assert not render_report(elsewhere, full_url=URL).actionable
 
 
 def test_an_unchecked_promise_without_evidence_is_not_a_gap_nor_called_checked() -> None:

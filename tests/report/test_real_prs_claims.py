@@ -146,12 +146,14 @@ def test_every_survivor_not_set_aside_is_on_the_task_page_with_what_it_is_tied_t
         instance_id="o__r-3",
         promises=[
             _promise(1, M, PromiseVerdict.unchecked, survivors=["m1"]),
-            _promise(2, S, PromiseVerdict.checked, survivors=["s1"]),
+            _promise(2, S, PromiseVerdict.checked, survivors=["s1"]).model_copy(
+                update={"concerns": ["Store.save"]}
+            ),
             _promise(3, PromiseCategory.functional, PromiseVerdict.checked, survivors=["c1"]),
         ],
         adversarials=[
             _patch("m1", M, True),
-            _patch("s1", S, True),
+            _patch("s1", S, True).model_copy(update={"symbols": ["Store", "Store.save"]}),
             _patch("c1", PromiseCategory.functional, True),
             _patch("f1", PromiseCategory.functional, True),
             _patch("f2", PromiseCategory.functional, True).model_copy(
