@@ -143,13 +143,22 @@ class CoverageTable(BaseModel):
         cache promise is about) breaks another promise of that class, not this one; and a
         functional promise's reading stands, since the code behind a checked feature always
         leaves some patch alive (an argument, a log line)."""
+        return promise.verdict == PromiseVerdict.checked and any(
+            self.shows(promise, a) for a in self.survivors_of(promise)
+        )
+
+    def shows(self, promise: PromiseCoverage, adversarial: AdversarialCoverage) -> bool:
+        """The surviving patch is evidence the PR's tests miss ``promise``: any survivor the
+        promise's row lists, when the tests were not read to check it; when they were, one
+        that contradicts the reading (above)."""
+        if adversarial.id not in promise.survivors:
+            return False
         if promise.verdict != PromiseVerdict.checked:
-            return False
-        if promise.category == PromiseCategory.functional:
-            return False
-        return any(
-            a.promise_category == promise.category and a.place in promise.concerns
-            for a in self.survivors_of(promise)
+            return True
+        return (
+            promise.category != PromiseCategory.functional
+            and adversarial.promise_category == promise.category
+            and adversarial.place in promise.concerns
         )
 
     def missed(self, promise: PromiseCoverage) -> bool:

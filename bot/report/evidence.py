@@ -98,7 +98,7 @@ def gaps(table: CoverageTable) -> list[Gap]:
     :mod:`bot.report.ranking`)."""
     found, problems = [], table.problems
     for patch in table.survivors():
-        promises = tuple(p for p in problems if patch.id in p.survivors)
+        promises = tuple(p for p in problems if table.shows(p, patch))
         if not promises:
             continue
         confirmed = tuple(p.position for p in promises if _own_probe_rejects(table, p, patch))

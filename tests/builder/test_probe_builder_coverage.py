@@ -200,3 +200,16 @@ def test_a_survivor_of_its_own_kind_in_the_promises_function_outweighs_a_checked
     # Read as exercised, the survivor shows the gap as it always did, with nothing to contradict.
     exercised = table(PromiseCategory.memory, PromiseVerdict.exercised)
     assert exercised.promises[0].missed and not exercised.contradicted(exercised.promises[0])
+
+
+def test_only_the_survivor_in_the_promises_function_is_shown_against_a_checked_reading():
+    promise = ExtractedPromise(category=PromiseCategory.memory, quote="evict frees", position=1)
+    check = PromiseCheck(
+        promise, PromiseVerdict.checked, "", frozenset({"KVCache", "KVCache.evict"})
+    )
+    inside = _survivor("inside", ["KVCache", "KVCache.evict"])
+    beside = _survivor("beside", ["KVCache", "KVCache.reset"])
+    table = build_coverage_table("o__r-5", [check], adversarials=[inside, beside])
+    (row,) = table.promises
+    assert row.survivors == ["inside", "beside"] and table.contradicted(row)
+    assert table.shows(row, inside) and not table.shows(row, beside)

@@ -493,3 +493,11 @@ def test_mutation_hunk_when_the_patches_hunks_do_not_line_up() -> None:
         " x36 = 36\n x37 = 37\n+x = None\n x38 = 38\n x39 = 39"
     )
     assert mutation_hunk(golden, _diff(base, merged, context=5), "pkg/mod.py") is None
+
+
+def test_a_patch_beside_the_function_of_a_promise_read_as_checked_is_no_gap_of_it() -> None:
+    placed = report(replace(TRAFFIC, verdict="checked", survivors=(survivor(1), survivor(2))))
+    placed.table.promises[0].concerns = ["sync"]
+    placed.table.adversarials[0].symbols = ["sync"]
+    placed.table.adversarials[1].symbols = ["reset"]
+    assert [g.patch.id for g in gaps(placed.table)] == ["1"]
