@@ -112,10 +112,8 @@ def _breaks(
 
 
 def _verdict_cell(table: CoverageTable, row: PromiseCoverage) -> str:
-    """The verdict read from the PR's tests, and whether a survivor of the promise's own kind
-    contradicts it."""
-    verdict = str(row.verdict or "-")
-    return f"{verdict}, yet a survivor of its kind passes" if table.contradicted(row) else verdict
+    """The verdict read from the PR's tests, unless a survivor contradicts it."""
+    return table.reading(row, lambda verdict: str(verdict or "-"))
 
 
 def _probe_cell(table: CoverageTable, paths: Sequence[str]) -> str:

@@ -25,6 +25,9 @@ from task_registry.types import (
     TaskStatus,
 )
 
+# A promise the PR's tests were read to check, broken by a patch that passes them anyway.
+CONTRADICTED = "asserted on, yet a gap passes"
+
 
 class ControlRef(BaseModel):
     model_config = ConfigDict(frozen=True)
@@ -106,6 +109,19 @@ class PromiseCoverage(BaseModel):
         """A definition the promise concerns holds the patch's line (it or one around it)."""
         return bool(set(self.concerns) & set(adversarial.symbols))
 
+    def contradicted_by(self, adversarial: AdversarialCoverage) -> bool:
+        """The patch breaks what a "checked" reading of this promise claims: it is of the
+        promise's own kind (memory, time, traffic, state, mode or numeric) and in a function
+        the promise itself is linked to. A patch elsewhere in the promise's class (a
+        ``reset`` beside the ``encode`` a cache promise is about) breaks another promise of
+        that class, not this one; and a functional promise's reading stands, since the code
+        behind a checked feature always leaves some patch alive (an argument, a log line)."""
+        return (
+            self.category != PromiseCategory.functional
+            and adversarial.promise_category == self.category
+            and adversarial.place in self.concerns
+        )
+
     @property
     def missed(self) -> bool:
         """The PR's tests do not check this promise, and a surviving patch shows it (a
@@ -136,30 +152,31 @@ class CoverageTable(BaseModel):
     validated_with: str | None = None  # what the validation's inputs hashed to
 
     def contradicted(self, promise: PromiseCoverage) -> bool:
-        """The tests were read to check ``promise``, yet a surviving patch of its own kind
-        (memory, time, traffic, state, mode or numeric) in a function the promise itself is
-        linked to breaks it and passes them: what running showed outweighs what reading
-        said. A patch elsewhere in the promise's class (a ``reset`` beside the ``encode`` a
-        cache promise is about) breaks another promise of that class, not this one; and a
-        functional promise's reading stands, since the code behind a checked feature always
-        leaves some patch alive (an argument, a log line)."""
+        """The tests were read to check ``promise``, yet a surviving patch that breaks what
+        the reading claims passes them (:meth:`PromiseCoverage.contradicted_by`): what
+        running showed outweighs what reading said."""
         return promise.verdict == PromiseVerdict.checked and any(
-            self.shows(promise, a) for a in self.survivors_of(promise)
+            promise.contradicted_by(a) for a in self.survivors_of(promise)
         )
 
     def shows(self, promise: PromiseCoverage, adversarial: AdversarialCoverage) -> bool:
         """The surviving patch is evidence the PR's tests miss ``promise``: any survivor the
         promise's row lists, when the tests were not read to check it; when they were, one
-        that contradicts the reading (above)."""
+        that contradicts the reading."""
         if adversarial.id not in promise.survivors:
             return False
-        if promise.verdict != PromiseVerdict.checked:
-            return True
-        return (
-            promise.category != PromiseCategory.functional
-            and adversarial.promise_category == promise.category
-            and adversarial.place in promise.concerns
-        )
+        return promise.verdict != PromiseVerdict.checked or promise.contradicted_by(adversarial)
+
+    def reading(
+        self,
+        promise: PromiseCoverage,
+        words: Callable[[PromiseVerdict | None], str] = lambda v: str(v or "unchecked"),
+    ) -> str:
+        """What the PR's tests do with ``promise`` in the words of one surface (the report's,
+        a table's; by default the verdict's name): the verdict read from them, or
+        :data:`CONTRADICTED` when a surviving patch breaks a promise they were read to
+        check. Every surface says it this way."""
+        return CONTRADICTED if self.contradicted(promise) else words(promise.verdict)
 
     def missed(self, promise: PromiseCoverage) -> bool:
         """A surviving patch shows the PR's tests miss ``promise``: read as not checked, or

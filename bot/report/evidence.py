@@ -266,15 +266,6 @@ def verdict_word(verdict: PromiseVerdict | None) -> str:
     )
 
 
-CONTRADICTED = "asserted on, yet a gap passes"
-
-
-def tests_word(table: CoverageTable, promise: PromiseCoverage) -> str:
-    """What the PR's tests do with a promise, as the report says it: the verdict read from
-    them, unless a surviving patch breaks a promise they were read to check."""
-    return CONTRADICTED if table.contradicted(promise) else verdict_word(promise.verdict)
-
-
 def short_quote(text: str, limit: int = 90) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"

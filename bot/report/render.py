@@ -36,8 +36,8 @@ from bot.report.evidence import (
     promise_numbers,
     short_quote,
     tests_sentence,
-    tests_word,
     unjudged,
+    verdict_word,
 )
 from bot.report.ranking import DEFAULT_MAX_ENTRIES, Votes, for_the_comment, rank
 from task_registry.coverage import CoverageTable, PromiseCoverage
@@ -216,7 +216,7 @@ def _render(
             config_file=CONFIG_FILE,
             full_url=full_url,
             number_of=lambda p: numbers[p.position],
-            tests_word=lambda p: tests_word(table, p),
+            tests_word=lambda p: table.reading(p, verdict_word),
             short_quote=short_quote,
             promise_list=lambda ps: promise_list(numbers, ps),
         )

@@ -5,7 +5,13 @@ from __future__ import annotations
 from probe_builder.coverage import build_coverage_table, coverage_text, is_redundant
 from probe_builder.promises.extract import ExtractedPromise
 from probe_builder.promises.verdicts import PromiseCheck
-from task_registry.coverage import AdversarialCoverage, ControlRef, CoverageTable, ProbeCoverage
+from task_registry.coverage import (
+    CONTRADICTED,
+    AdversarialCoverage,
+    ControlRef,
+    CoverageTable,
+    ProbeCoverage,
+)
 from task_registry.types import Control, ProbeStatus, PromiseCategory, PromiseVerdict
 
 SNAPSHOT = ControlRef(kind=Control.snapshot)
@@ -188,7 +194,7 @@ def test_a_survivor_of_its_own_kind_in_the_promises_function_outweighs_a_checked
     (row,) = read_checked.promises
     assert read_checked.contradicted(row) and read_checked.missed(row)
     assert read_checked.problems == [row] and read_checked.actionable
-    assert "checked, yet a survivor of its kind passes" in coverage_text(read_checked, width=400)
+    assert CONTRADICTED in coverage_text(read_checked, width=400)
     # A patch in another method of the promise's class breaks another promise of that class.
     sibling = table(PromiseCategory.memory, PromiseVerdict.checked, place="KVCache.reset")
     assert sibling.promises[0].survivors == ["cache"]  # still listed beside it

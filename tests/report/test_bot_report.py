@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.report.evidence import CONTRADICTED, RunContext, gaps, mutation_hunk
+from bot.report.evidence import RunContext, gaps, mutation_hunk
 from bot.report.render import (
     BODY_BUDGET,
     GITHUB_BODY_LIMIT,
@@ -28,6 +28,7 @@ from bot.report.render import (
 )
 from probe_builder.coverage import coverage_text
 from task_registry.coverage import (
+    CONTRADICTED,
     AdversarialCoverage,
     ControlRef,
     CoverageTable,
