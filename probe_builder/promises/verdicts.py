@@ -4,7 +4,8 @@ A promise is judged on the tests that reach the changed symbols it concerns
 (:mod:`probe_builder.promises.linking`), and, except for resources a test observes
 itself, only on assertions whose value is computed from those symbols; an existence
 check (``is not None``, ``isinstance`` of a general type) checks nothing, nor does a
-field read back equal to the literal the test just built its object with. A test of the
+field read back equal to the literal the test just built its object with, nor, for a
+functional promise, a sign (a value or a length above zero, a loss not negative). A test of the
 changed code right behind a linked symbol checks a functional promise only on an
 assertion that bears on what its quote says beyond the linked names (its text, its
 test's name or its inputs use a word of that: "blockwise" in "support 'blockwise'
@@ -350,7 +351,16 @@ def _chosen_class(site: AssertionSite) -> bool:
     return name[:1].isupper() and GENERAL_TYPE.match(name) is None
 
 
+# A sign check: true of nearly any value the code returns (a count above zero, a
+# non-negative loss), so it checks no behaviour a functional promise names.
+SIGN_ONLY = re.compile(
+    r"(?:[<>]=?|!=)\s*0(?:\.0*)?\s*(?:[,)]|$)"
+    r"|assert(?:Greater(?:Equal)?|NotEqual)\([^,]+,\s*0(?:\.0*)?\s*[,)]"
+)
+
+
 def _functional(test: TestTraits, sites: list[AssertionSite]) -> AssertionSite | None:
+    sites = [s for s in sites if not SIGN_ONLY.search(s.text)]
     found = _first(sites, kinds=VALUE_KINDS)
     return found if found is not None else next(filter(_chosen_class, sites), None)
 
@@ -388,13 +398,22 @@ NAMED_OBSERVABLES: tuple[
 
 def _or_reading(rule: Rule, reads: re.Pattern[str]) -> Rule:
     """``rule``, or else an assertion that reads the observable the promise names (not an
-    existence check)."""
+    existence check, nor a length above zero)."""
 
     def checked(test: TestTraits, sites: list[AssertionSite]) -> AssertionSite | None:
         found = rule(test, sites)
         if found is not None:
             return found
-        return next((s for s in sites if reads.search(s.text) and not VACUOUS.search(s.text)), None)
+        return next(
+            (
+                s
+                for s in sites
+                if reads.search(s.text)
+                and not VACUOUS.search(s.text)
+                and not SIGN_ONLY.search(s.text)
+            ),
+            None,
+        )
 
     return checked
 

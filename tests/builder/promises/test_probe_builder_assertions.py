@@ -423,6 +423,35 @@ def test_a_bare_not_none_assertion_checks_nothing(category):
     assert _verdict(category, "the fused_loss feature", code) is PromiseVerdict.exercised
 
 
+SIGN_TEST = """
+from pkg import sample_scores
+
+
+def test_sample_scores():
+    scores = sample_scores(4)
+    {check}
+"""
+
+
+@pytest.mark.parametrize(
+    ("check", "verdict"),
+    [
+        # a sign is true of nearly any scores the code returns
+        ("assert scores.sum() > 0, 'scores'", PromiseVerdict.exercised),
+        ("self.assertTrue(torch.all(scores >= 0))", PromiseVerdict.exercised),
+        ("self.assertGreater(len(scores), 0)", PromiseVerdict.exercised),
+        # a value the promise fixes is a check
+        ("assert scores.sum() > 0.5", PromiseVerdict.checked),
+        ("assert scores.sum() == 0", PromiseVerdict.checked),
+    ],
+)
+def test_a_sign_check_is_no_check_of_a_feature(check, verdict):
+    # A verdict that took an assertion that a value is above zero as a check fails the first
+    # three; one that set aside every comparison with a number fails the last two.
+    code = _code(SIGN_TEST.format(check=check), "sample_scores")
+    assert _verdict(PromiseCategory.functional, "sample_scores returns scores", code) is verdict
+
+
 def test_an_allclose_on_the_changed_functions_output_checks_a_numeric_promise():
     code = _code(ALLCLOSE_TEST, "fused_loss")
     assert _verdict(PromiseCategory.numeric, "fused loss is exact", code) is PromiseVerdict.checked
