@@ -285,7 +285,7 @@ def describe(engine: Engine, home: Path, instance: str, row: Row, before: set[st
 
 
 BACKED = "not checked, a survivor backs it"
-CONTRADICTED = "not checked, all killed"
+REFUTED = "not checked, all killed"
 OPEN = "not checked, nothing of its kind ran"
 CHECKED_BUT_SURVIVED, CHECKED = "checked, yet a survivor", "checked, none survived"
 
@@ -293,7 +293,7 @@ CHECKED_BUT_SURVIVED, CHECKED = "checked, yet a survivor", "checked, none surviv
 def claim_evidence(table: CoverageTable) -> dict[str, int]:
     """Each resource, state or mode promise's verdict beside the adversarials of its
     category in the code it concerns: a "not checked" is backed when one of its patches
-    survives the PR's tests and contradicted when every such patch that ran was killed by
+    survives the PR's tests and refuted when every such patch that ran was killed by
     them (a patch of its kind in code the promise is not linked to decides nothing)."""
     counts: Counter[str] = Counter()
     for promise in table.promises:
@@ -308,19 +308,19 @@ def claim_evidence(table: CoverageTable) -> dict[str, int]:
         if promise.verdict is PromiseVerdict.checked:
             counts[CHECKED_BUT_SURVIVED if survived else CHECKED] += 1
         else:
-            counts[BACKED if survived else CONTRADICTED if ran else OPEN] += 1
+            counts[BACKED if survived else REFUTED if ran else OPEN] += 1
     return dict(counts)
 
 
 def claim_figures(rows: list[Row]) -> str:
-    """The claim's precision against the validation: backed / (backed + contradicted)."""
+    """The claim's precision against the validation: backed / (backed + refuted)."""
     total: Counter[str] = Counter()
     for row in rows:
         total.update(row.claims)
-    decided = total[BACKED] + total[CONTRADICTED]
+    decided = total[BACKED] + total[REFUTED]
     precision = f"{total[BACKED] / decided:.2f}" if decided else "n/a"
     parts = ", ".join(
-        f"{k} {total[k]}" for k in (BACKED, CONTRADICTED, OPEN, CHECKED_BUT_SURVIVED, CHECKED)
+        f"{k} {total[k]}" for k in (BACKED, REFUTED, OPEN, CHECKED_BUT_SURVIVED, CHECKED)
     )
     return f"'not checked' claims (resource, state, mode): {parts}; precision {precision}"
 

@@ -11,8 +11,8 @@ from bench.real_prs import (
     BACKED,
     CHECKED,
     CHECKED_BUT_SURVIVED,
-    CONTRADICTED,
     OPEN,
+    REFUTED,
     Row,
     claim_evidence,
     claim_figures,
@@ -72,7 +72,7 @@ def test_each_claim_is_backed_contradicted_or_open_by_the_patches_of_its_categor
     )
     # A "not checked" whose category's patches all died is contradicted, not backed; one
     # with no patch of its kind that ran is open.
-    assert claim_evidence(table) == {BACKED: 1, CONTRADICTED: 1, OPEN: 1, CHECKED_BUT_SURVIVED: 2}
+    assert claim_evidence(table) == {BACKED: 1, REFUTED: 1, OPEN: 1, CHECKED_BUT_SURVIVED: 2}
 
 
 def test_a_checked_claim_with_every_patch_killed_is_counted_as_checked():
@@ -105,7 +105,7 @@ def test_a_killed_patch_in_code_the_promise_is_not_about_decides_nothing():
             ]
         }
     )
-    assert claim_evidence(inside) == {CONTRADICTED: 1}
+    assert claim_evidence(inside) == {REFUTED: 1}
 
 
 def test_a_validation_not_run_again_is_not_called_waiting():
@@ -127,15 +127,15 @@ def test_the_claims_of_a_table_validated_before_count_and_those_of_a_waiting_pr_
 
     rows = [
         Row(1, "a", 1, outcome=REUSED, claims={BACKED: 1}),
-        Row(2, "b", 1, outcome="validated", claims={CONTRADICTED: 1}),
-        Row(3, "c", 1, outcome="waits: nothing runs here", claims={CONTRADICTED: 5}),
+        Row(2, "b", 1, outcome="validated", claims={REFUTED: 1}),
+        Row(3, "c", 1, outcome="waits: nothing runs here", claims={REFUTED: 5}),
     ]
     print_table(rows)
     assert "precision 0.50" in capsys.readouterr().out
 
 
 def test_the_claims_precision_is_backed_over_decided():
-    rows = [Row(1, "a", 1, claims={BACKED: 3, OPEN: 4}), Row(2, "b", 1, claims={CONTRADICTED: 1})]
+    rows = [Row(1, "a", 1, claims={BACKED: 3, OPEN: 4}), Row(2, "b", 1, claims={REFUTED: 1})]
     text = claim_figures(rows)
     assert "precision 0.75" in text and f"{OPEN} 4" in text
     assert "precision n/a" in claim_figures([Row(3, "c", 1, claims={OPEN: 2})])
