@@ -55,7 +55,7 @@ from probewatch.errors import ConfigError, ProbewatchError
 from runners.backends.local import LocalBackend
 from runners.env import EnvHome, list_environments
 from task_registry.candidates import decide_candidate, list_candidates
-from task_registry.coverage import CoverageTable, stored_coverage
+from task_registry.coverage import CONTRADICTED, CoverageTable, stored_coverage
 from task_registry.db import make_engine, session_scope, upgrade
 from task_registry.models import CandidatePR
 from task_registry.repos import find_repo
@@ -287,14 +287,16 @@ def describe(engine: Engine, home: Path, instance: str, row: Row, before: set[st
 BACKED = "not checked, a survivor backs it"
 REFUTED = "not checked, all killed"
 OPEN = "not checked, nothing of its kind ran"
-CHECKED_BUT_SURVIVED, CHECKED = "checked, yet a survivor", "checked, none survived"
+CHECKED_BUT_SURVIVED, CHECKED = CONTRADICTED, "checked, none contradicted"
 
 
 def claim_evidence(table: CoverageTable) -> dict[str, int]:
     """Each resource, state or mode promise's verdict beside the adversarials of its
     category in the code it concerns: a "not checked" is backed when one of its patches
     survives the PR's tests and refuted when every such patch that ran was killed by
-    them (a patch of its kind in code the promise is not linked to decides nothing)."""
+    them (a patch of its kind in code the promise is not linked to decides nothing). A
+    "checked" reading counts as outweighed only where the report says so
+    (:meth:`CoverageTable.contradicted`: a survivor of its kind in its own function)."""
     counts: Counter[str] = Counter()
     for promise in table.promises:
         if promise.category not in CLAIM_CATEGORIES or promise.verdict is None:
@@ -304,11 +306,11 @@ def claim_evidence(table: CoverageTable) -> dict[str, int]:
             for a in table.adversarials
             if promise.concerned_by(a) and a.survives_original is not None
         ]
-        survived = bool(promise.survivors) or any(a.survives_original for a in ran)
         if promise.verdict is PromiseVerdict.checked:
-            counts[CHECKED_BUT_SURVIVED if survived else CHECKED] += 1
-        else:
-            counts[BACKED if survived else REFUTED if ran else OPEN] += 1
+            counts[CHECKED_BUT_SURVIVED if table.contradicted(promise) else CHECKED] += 1
+            continue
+        survived = bool(promise.survivors) or any(a.survives_original for a in ran)
+        counts[BACKED if survived else REFUTED if ran else OPEN] += 1
     return dict(counts)
 
 

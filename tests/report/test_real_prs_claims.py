@@ -51,15 +51,15 @@ def _patch(id_: str, category, survives: bool | None) -> AdversarialCoverage:
     )
 
 
-def test_each_claim_is_backed_contradicted_or_open_by_the_patches_of_its_category():
+def test_each_claim_is_backed_refuted_or_open_by_the_patches_of_its_category():
     table = CoverageTable(
         instance_id="o__r-1",
         promises=[
             _promise(1, M, PromiseVerdict.exercised, survivors=["a1"]),
             _promise(2, S, PromiseVerdict.unchecked),
             _promise(3, D, PromiseVerdict.unchecked),
-            _promise(4, T, PromiseVerdict.checked),
-            _promise(5, T, PromiseVerdict.checked),
+            _promise(4, T, PromiseVerdict.checked, survivors=["t1"]),
+            _promise(5, T, PromiseVerdict.checked, survivors=["t1"]),
             _promise(6, N, PromiseVerdict.unchecked),  # numeric: not the report's claim
         ],
         adversarials=[
@@ -70,9 +70,19 @@ def test_each_claim_is_backed_contradicted_or_open_by_the_patches_of_its_categor
             _patch("t1", T, True),
         ],
     )
-    # A "not checked" whose category's patches all died is contradicted, not backed; one
-    # with no patch of its kind that ran is open.
-    assert claim_evidence(table) == {BACKED: 1, REFUTED: 1, OPEN: 1, CHECKED_BUT_SURVIVED: 2}
+    table.promises[3].concerns = ["Timer.step"]
+    table.promises[4].concerns = ["Timer", "Timer.reset"]
+    table.adversarials[-1].symbols = ["Timer", "Timer.step"]
+    # A "not checked" whose category's patches all died is refuted, not backed; one with no
+    # patch of its kind that ran is open. A "checked" reading is outweighed, as the report
+    # says, only by a survivor in the promise's own function, not elsewhere in its class.
+    assert claim_evidence(table) == {
+        BACKED: 1,
+        REFUTED: 1,
+        OPEN: 1,
+        CHECKED_BUT_SURVIVED: 1,
+        CHECKED: 1,
+    }
 
 
 def test_a_checked_claim_with_every_patch_killed_is_counted_as_checked():
