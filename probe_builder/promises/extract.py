@@ -19,6 +19,7 @@ of real descriptions is printed by ``bench/promise_eval.py``.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -306,30 +307,90 @@ def content_words(text: str) -> frozenset[str]:
     return frozenset(w for w in _WORD.findall(text.lower()) if w not in _STOP)
 
 
-def _stems(text: str) -> frozenset[str]:
+def _inflected(words: frozenset[str]) -> frozenset[str]:
     """Content words without their inflection, so "reduces" restates "reduced"."""
-    return frozenset(_INFLECTION.sub("", w) if len(w) > 4 else w for w in content_words(text))
+    return frozenset(_INFLECTION.sub("", w) if len(w) > 4 else w for w in words)
+
+
+@dataclass(frozen=True)
+class _Worded:
+    """A promise with the stems of its quote, read once however many it is compared with."""
+
+    promise: ExtractedPromise
+    words: frozenset[str]
+    stems: frozenset[str]
+
+    @classmethod
+    def of(cls, promise: ExtractedPromise) -> _Worded:
+        words = content_words(promise.quote)
+        return cls(promise, words, _inflected(words))
+
+    def restates(self, other: _Worded) -> bool:
+        """Same category and most words shared; a body sentence restates the title only when
+        it repeats it nearly word for word (the body usually says more than the title)."""
+        mine, theirs = self.promise, other.promise
+        if mine.category != theirs.category:
+            return False
+        shorter = min(len(self.stems), len(other.stems))
+        threshold = TITLE_RESTATEMENT if 0 in (mine.position, theirs.position) else RESTATEMENT
+        return shorter > 0 and len(self.stems & other.stems) / shorter >= threshold
 
 
 def _restates(promise: ExtractedPromise, other: ExtractedPromise) -> bool:
-    """Same category and most words shared; a body sentence restates the title only when it
-    repeats it nearly word for word (the body usually says more than the title)."""
-    if promise.category != other.category:
-        return False
-    words, other_words = _stems(promise.quote), _stems(other.quote)
-    shorter = min(len(words), len(other_words))
-    threshold = TITLE_RESTATEMENT if 0 in (promise.position, other.position) else RESTATEMENT
-    return shorter > 0 and len(words & other_words) / shorter >= threshold
+    return _Worded.of(promise).restates(_Worded.of(other))
 
 
 def merge_restatements(promises: list[ExtractedPromise]) -> list[ExtractedPromise]:
     """One behaviour, one promise: of the sentences that say the same, keep the longest (it
-    carries the most of what was said)."""
-    kept: list[ExtractedPromise] = []
-    for promise in sorted(promises, key=lambda p: -len(content_words(p.quote))):
-        if not any(_restates(promise, k) for k in kept):
-            kept.append(promise)
-    return sorted(kept, key=lambda p: (p.position, list(PromiseCategory).index(p.category)))
+    carries the most of what was said). A description of thousands of sentences (a release's
+    notes, a long squash message) is merged in seconds: each quote is read once and compared
+    only with the kept promises it may restate (:class:`_Restated`)."""
+    worded = sorted(map(_Worded.of, promises), key=lambda w: -len(w.words))
+    restated = _Restated(worded)
+    kept = [w for w in worded if not restated.by_kept(w)]
+    return sorted(
+        (w.promise for w in kept),
+        key=lambda p: (p.position, list(PromiseCategory).index(p.category)),
+    )
+
+
+class _Restated:
+    """The kept promises, indexed so that a new one is compared only with those it may
+    restate. Two quotes restate each other only when they share at least a share
+    (:data:`RESTATEMENT` at the least) of the shorter's stems; then the shorter's rarest
+    stems (all but that share, less one) cannot all be missing from the other. So each kept
+    promise is filed under every stem and, apart, under its rarest ones; a new one is looked
+    up by its own rarest stems in the first and by every stem in the second."""
+
+    def __init__(self, worded: Sequence[_Worded]) -> None:
+        self._seen = Counter(stem for w in worded for stem in w.stems)
+        self._kept: list[_Worded] = []
+        self._every: dict[tuple[PromiseCategory, str], list[int]] = {}
+        self._rarest: dict[tuple[PromiseCategory, str], list[int]] = {}
+
+    def _rarest_of(self, worded: _Worded) -> list[str]:
+        stems = sorted(worded.stems, key=lambda stem: (self._seen[stem], stem))
+        if not stems:
+            return []
+        # the fewest stems shared that restate, reckoned as :meth:`_Worded.restates` does
+        threshold = min(RESTATEMENT, TITLE_RESTATEMENT)
+        shared = next(k for k in range(1, len(stems) + 1) if k / len(stems) >= threshold)
+        return stems[: len(stems) - shared + 1]
+
+    def by_kept(self, worded: _Worded) -> bool:
+        """Whether a kept promise restates ``worded``; if none does, it is kept."""
+        category, rarest = worded.promise.category, self._rarest_of(worded)
+        near = {i for stem in rarest for i in self._every.get((category, stem), ())}
+        near |= {i for stem in worded.stems for i in self._rarest.get((category, stem), ())}
+        if any(worded.restates(self._kept[i]) for i in sorted(near)):
+            return True
+        index = len(self._kept)
+        self._kept.append(worded)
+        for stem in worded.stems:
+            self._every.setdefault((category, stem), []).append(index)
+        for stem in rarest:
+            self._rarest.setdefault((category, stem), []).append(index)
+        return False
 
 
 def _quantity(text: str, category: PromiseCategory) -> str | None:

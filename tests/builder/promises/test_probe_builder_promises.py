@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from probe_builder.material.description import clean_description, clean_title, description_sentences
@@ -294,6 +296,81 @@ def test_one_behaviour_restated_in_several_sentences_is_one_promise():
     )
     memory = [p for p in extract_promises("x", body) if p.category is PromiseCategory.memory]
     assert len(memory) == 1
+
+
+def _all_pairs(promises: list[ExtractedPromise]) -> list[ExtractedPromise]:
+    """The merge as the rule states it: each promise, longest first, against every kept one."""
+    from probe_builder.promises.extract import _Worded
+
+    kept: list[_Worded] = []
+    for worded in sorted(map(_Worded.of, promises), key=lambda w: -len(w.words)):
+        if not any(worded.restates(k) for k in kept):
+            kept.append(worded)
+    order = list(PromiseCategory)
+    return sorted((w.promise for w in kept), key=lambda p: (p.position, order.index(p.category)))
+
+
+def test_the_indexed_merge_keeps_what_comparing_every_pair_keeps():
+    import random
+
+    from probe_builder.promises.extract import merge_restatements
+
+    draw = random.Random(7)
+    words = ["cache", "caches", "memory", "peak", "logits", "reduce", "reduced", "kernel", "graph"]
+    words += ["buffer", "offload", "weights", "optimizer", "states", "activation", "chunks"]
+    for _ in range(600):
+        promises = [
+            ExtractedPromise(
+                category=draw.choice([PromiseCategory.memory, PromiseCategory.time]),
+                quote=" ".join(draw.sample(words, k=draw.randint(1, 14))),
+                position=draw.randint(0, 4),
+            )
+            for _ in range(draw.randint(1, 12))
+        ]
+        assert merge_restatements(promises) == _all_pairs(promises)
+
+
+def test_a_sentence_sharing_exactly_the_share_that_restates_is_merged_whatever_it_shares():
+    from probe_builder.promises.extract import RESTATEMENT, merge_restatements
+
+    # ten words, seven (RESTATEMENT of them) shared with a longer sentence: its three rarest
+    # words are its own, so only its fourth rarest tells which sentence it restates
+    assert RESTATEMENT == 0.7
+    shared, own, longer = (
+        ["bcd", "bcf", "bcg", "bch", "bcj", "bck", "bcl"],
+        ["zzb", "zzc", "zzd"],
+        ["yyb", "yyc", "yyd", "yyf"],
+    )
+    kept = ExtractedPromise(
+        category=PromiseCategory.memory, quote=" ".join(shared + longer), position=1
+    )
+    restating = ExtractedPromise(
+        category=PromiseCategory.memory, quote=" ".join(own + shared), position=2
+    )
+    assert merge_restatements([kept, restating]) == [kept]
+
+
+def test_a_description_of_thousands_of_sentences_is_merged_without_comparing_every_pair(
+    monkeypatch,
+):
+    from probe_builder.promises import extract
+
+    compared = 0
+    restates = extract._Worded.restates
+
+    def counted(self, other):
+        nonlocal compared
+        compared += 1
+        return restates(self, other)
+
+    monkeypatch.setattr(extract._Worded, "restates", counted)
+    # 2,000 memory bullets (a release's notes), each on its own parts: none restates another
+    names = ["".join(letters) for letters in itertools.product("bcdfghjklmnpqrstvwxz", repeat=3)]
+    parts = [" ".join(names[4 * i : 4 * i + 4]) for i in range(2000)]
+    body = "\n".join(f"- Reduce the peak memory of {part}" for part in parts)
+    memory = [p for p in extract_promises("x", body) if p.category is PromiseCategory.memory]
+    assert len(memory) == 2000
+    assert compared < 2 * len(memory)  # every pair would be 1,999,000
 
 
 def test_a_mode_named_in_passing_is_not_a_mode_promise():
