@@ -39,6 +39,11 @@ holdout's matrix may be printed too.
 them) on dev by five folds over PRs and on the holdout, the rules' table beside it
 (``--threshold``, ``--top N``: its heaviest features); see the section below.
 
+``--scaling`` times the extractor instead, on descriptions of 8 to 64 KiB (the dev
+descriptions one after another, and distinct one-line promises of one category, the merging
+of restatements at its worst), and prints the time per KiB at 64 KiB against that at 8:
+about 1 when extraction grows with the text, 8 when it grows with its square.
+
 ``--intervals`` adds, for each slice, each figure's 90% interval over PRs
 drawn again with replacement (``bench/resample.py``): how far a figure could
 move on other PRs like these, which tells a real change of a rule from the
@@ -52,6 +57,7 @@ import itertools
 import random
 import re
 import sys
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -806,6 +812,62 @@ def learned_report(
     return "\n".join(lines)
 
 
+SCALING_KIB = (8, 16, 32, 64)  # 64 KiB: GitHub's limit on a PR description
+SCALING_RUNS = 3
+
+
+def scaling_bodies(items: Sequence[LabelledItem], kib: int) -> dict[str, str]:
+    """Two descriptions of ``kib`` KiB: the dev descriptions one after another (what a
+    release's notes or a long squash message read like), and distinct one-line memory
+    promises (the merging of restatements at its worst: none restates another, so each is
+    a candidate for all the others)."""
+    size = kib * 1024
+    described, length = [], 0
+    for item in itertools.cycle([i for i in items if i.split == DEV and i.description]):
+        if length >= size:
+            break
+        described.append(item.description)
+        length += len(item.description) + 2
+    names = ("".join(p) for p in itertools.product("bcdfghjklmnpqrstvwxz", repeat=3))
+    bullets, length = [], -1  # the first bullet has no line break before it
+    while True:
+        bullet = f"- Reduce the peak memory of {' '.join(itertools.islice(names, 4))}"
+        length += len(bullet) + 1
+        if length > size:
+            break
+        bullets.append(bullet)
+    return {
+        "dev descriptions": "\n\n".join(described)[:size],
+        "distinct promises": "\n".join(bullets),
+    }
+
+
+def scaling_report(items: Sequence[LabelledItem], extractor: Extractor = extract_promises) -> str:
+    """Extraction time by description size, best of :data:`SCALING_RUNS`, and the ratio of
+    the time per KiB at the largest size to that at the smallest: 1 when the time grows with
+    the text, the size ratio (8) when it grows with its square."""
+    lines = [f"{'description':<18} {'KiB':>4} {'promises':>8} {'seconds':>8} {'ms/KiB':>7}"]
+    for kind in ("dev descriptions", "distinct promises"):
+        per_kib = []
+        for kib in SCALING_KIB:
+            body = scaling_bodies(items, kib)[kind]
+            timings = []
+            for _ in range(SCALING_RUNS):
+                start = time.perf_counter()
+                found = extractor("Merge dev into main", body)
+                timings.append(time.perf_counter() - start)
+            best = min(timings)
+            per_kib.append(best / kib)
+            lines.append(
+                f"{kind:<18} {kib:>4} {len(found):>8} {best:>8.2f} {best / kib * 1000:>7.1f}"
+            )
+        ratio = per_kib[-1] / per_kib[0] if per_kib[0] else float("nan")
+        lines.append(
+            f"{kind:<18} time per KiB, {SCALING_KIB[-1]} KiB against {SCALING_KIB[0]}: {ratio:.2f}"
+        )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", type=Path, default=DEFAULT_DIR)
@@ -841,6 +903,11 @@ def main(argv: list[str] | None = None) -> int:
         default=0,
         help="with --learned: each category's N heaviest features",
     )
+    parser.add_argument(
+        "--scaling",
+        action="store_true",
+        help="time the extractor on descriptions of 8 to 64 KiB instead",
+    )
     args = parser.parse_args(argv)
     if args.misses and args.split != DEV:
         parser.error(MISSES_REFUSED)
@@ -858,6 +925,9 @@ def main(argv: list[str] | None = None) -> int:
             print(agreement_report(items, load_second_labeller(items, args.dir)))
         except LabelError as error:  # an item it does not hold, or one it cannot read
             parser.error(str(error))
+        return 0
+    if args.scaling:
+        print(scaling_report(items))
         return 0
     if args.learned:
         if not any(i.split == DEV for i in items):
