@@ -86,6 +86,10 @@ class Source:
         except (SyntaxError, ValueError) as exc:
             line = getattr(exc, "lineno", None)
             raise UnparsableSource(f"{self.path}:{line}: does not parse: {exc}") from None
+        except RecursionError:  # an expression thousands of terms deep: a parse would overflow
+            raise UnparsableSource(
+                f"{self.path}: does not parse: nested too deeply for Python's parser"
+            ) from None
         starts, total = [0], 0
         for line in self.text.splitlines(keepends=True):
             total += len(line)
@@ -176,19 +180,26 @@ class Definition:
         return range(self.first_line, self.node.end_lineno + 1)  # type: ignore[operator]
 
 
+Place = tuple[ast.AST, tuple[DefNode, ...], str]  # a node, its definitions, their prefix
+
+
 def iter_definitions(tree: ast.AST) -> Iterator[Definition]:
-    """Every function, method and class, outer before inner, with qualified names."""
+    """Every function, method and class, outer before inner and in the order of the source,
+    with qualified names. A stack rather than recursion: an ``elif`` chain a thousand
+    branches long nests a thousand statements deep."""
 
-    def walk(node: ast.AST, parents: tuple[DefNode, ...], prefix: str) -> Iterator[Definition]:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                qualname = f"{prefix}{child.name}"
-                yield Definition(qualname, child, parents)
-                yield from walk(child, (*parents, child), qualname + ".")
-            elif not isinstance(child, ast.expr):
-                yield from walk(child, parents, prefix)
+    def inside(node: ast.AST, parents: tuple[DefNode, ...], prefix: str) -> list[Place]:
+        children = [c for c in ast.iter_child_nodes(node) if not isinstance(c, ast.expr)]
+        return [(child, parents, prefix) for child in reversed(children)]
 
-    yield from walk(tree, (), "")
+    stack = inside(tree, (), "")
+    while stack:
+        node, parents, prefix = stack.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            qualname = f"{prefix}{node.name}"
+            yield Definition(qualname, node, parents)
+            parents, prefix = (*parents, node), qualname + "."
+        stack += inside(node, parents, prefix)
 
 
 def touched_functions(tree: ast.AST, lines: Iterable[int]) -> list[Definition]:
