@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -82,18 +83,26 @@ class Scope:
         )
 
     def node_at(self, candidate: Candidate, kinds: tuple[type[ast.AST], ...]) -> ast.AST | None:
-        """The innermost node of ``kinds`` whose span holds the candidate's edit."""
+        """The innermost node of ``kinds`` whose span holds the candidate's edit. Only the
+        nodes that hold it (a definition's decorators with it) are looked into: a class a
+        thousand lines long is not walked whole for each edit."""
         found, found_start = None, -1
-        for top in self.source.tree.body:
-            if not top.lineno <= candidate.line <= (top.end_lineno or top.lineno):
-                continue
-            for node in ast.walk(top):
-                if not isinstance(node, kinds) or getattr(node, "lineno", None) is None:
-                    continue
+        todo: deque[ast.AST] = deque(
+            top
+            for top in self.source.tree.body
+            if top.lineno <= candidate.line <= (top.end_lineno or top.lineno)
+        )
+        while todo:
+            node = todo.popleft()
+            if getattr(node, "lineno", None) is not None:
                 start, end = self.source.span(node)
                 inside = start <= candidate.start and candidate.end <= end
-                if inside and start >= found_start:
+                if inside and isinstance(node, kinds) and start >= found_start:
                     found, found_start = node, start
+                decorated = [self.source.span(d)[0] for d in getattr(node, "decorator_list", ())]
+                if not min([start, *decorated]) <= candidate.start or not candidate.end <= end:
+                    continue  # nothing under it holds the edit
+            todo.extend(ast.iter_child_nodes(node))
         return found
 
     def names(self, name: str) -> bool:

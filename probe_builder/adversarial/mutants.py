@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -154,19 +155,28 @@ def formatting_only_lines(file: FileDiff) -> set[int]:
     return result
 
 
-def _statements_on(tree: ast.AST, line: int) -> Iterable[ast.stmt]:
-    """Innermost-last statements whose span holds ``line``."""
+def statements_on(tree: ast.AST, lines: Iterable[int]) -> dict[int, list[ast.stmt]]:
+    """For each of ``lines``, the statements whose span (decorators included) holds it,
+    innermost last; the tree is walked once for all of them."""
+    wanted = sorted(set(lines))
+    found: dict[int, list[ast.stmt]] = {line: [] for line in wanted}
     for node in ast.walk(tree):
         if not isinstance(node, ast.stmt):
             continue
         decorators = [d.lineno for d in getattr(node, "decorator_list", [])]
-        if min([node.lineno, *decorators]) <= line <= (node.end_lineno or node.lineno):
-            yield node
+        first, last = min([node.lineno, *decorators]), node.end_lineno or node.lineno
+        for line in wanted[bisect_left(wanted, first) : bisect_right(wanted, last)]:
+            found[line].append(node)
+    return found
 
 
-def _line_candidates(source: Source, line: int) -> list[Candidate]:
+def _line_candidates(
+    source: Source, line: int, statements: Sequence[ast.stmt] | None = None
+) -> list[Candidate]:
+    """Every edit of ``line``; ``statements``: those that hold it (:func:`statements_on`)."""
     found: list[Candidate] = []
-    statements = list(_statements_on(source.tree, line))
+    if statements is None:
+        statements = statements_on(source.tree, [line])[line]
     enclosing = [
         s
         for s in statements
@@ -218,8 +228,9 @@ def best_per_line(
     unable to break a promise (:mod:`probe_builder.adversarial.equivalence`), per line."""
     scope = scope or promise_scope(source, ())
     chosen = []
-    for line in sorted(set(lines)):
-        for candidate in sorted(_line_candidates(source, line), key=_rank):
+    holding = statements_on(source.tree, lines)
+    for line in sorted(holding):
+        for candidate in sorted(_line_candidates(source, line, holding[line]), key=_rank):
             mutated = _apply(source.text, candidate)
             if mutated == source.text or not _compiles(mutated, source.path):
                 continue

@@ -12,7 +12,8 @@ from __future__ import annotations
 import ast
 import re
 import sys
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -206,10 +207,23 @@ def arid_lines(source: Source) -> set[int]:
     return arid
 
 
-def _skipped_subtrees(stmt: ast.stmt) -> set[int]:
+def own_nodes(stmt: ast.stmt) -> list[ast.AST]:
+    """``stmt`` and its nodes outside the statements nested in it (each of which is read on
+    its own lines), outer before inner as :func:`ast.walk` gives them: an ``if`` at the head
+    of a thousand-branch ``elif`` chain owns its test, not the chain."""
+    found: list[ast.AST] = []
+    todo: deque[ast.AST] = deque([stmt])
+    while todo:
+        node = todo.popleft()
+        found.append(node)
+        todo.extend(c for c in ast.iter_child_nodes(node) if not isinstance(c, ast.stmt))
+    return found
+
+
+def _skipped_subtrees(nodes: Sequence[ast.AST]) -> set[int]:
     """ids of nodes under signatures, annotations, f-strings and logging calls."""
     roots: list[ast.AST] = []
-    for node in ast.walk(stmt):
+    for node in nodes:
         if isinstance(node, ast.arg) and node.annotation is not None:
             roots.append(node.annotation)
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -364,13 +378,13 @@ def _reduce_op(source: Source, node: ast.Attribute) -> Candidate | None:
 
 
 def expression_candidates(source: Source, stmt: ast.stmt, line: int) -> Iterator[Candidate]:
-    """Edits of expressions that start on ``line`` inside ``stmt``."""
-    skipped = _skipped_subtrees(stmt)
-    for node in ast.walk(stmt):
+    """Edits of expressions that start on ``line`` in ``stmt`` itself (those of a statement
+    nested in it are its own: :func:`own_nodes`)."""
+    nodes = own_nodes(stmt)
+    skipped = _skipped_subtrees(nodes)
+    for node in nodes:
         if id(node) in skipped or getattr(node, "lineno", None) != line or node is stmt:
             continue
-        if isinstance(node, ast.stmt):
-            continue  # nested statements are handled on their own lines
         found = _expression(source, node)
         if found is not None:
             yield found

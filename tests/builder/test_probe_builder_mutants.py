@@ -606,3 +606,80 @@ def test_drop_compile_runs_the_function_eagerly_and_computes_the_same(tmp_path) 
         assert (namespace["square"](3), namespace["cube"](2)) == (9, 8)  # type: ignore[operator]
         compiled = namespace["torch"].compiled  # type: ignore[attr-defined]
         assert len(compiled) == 2  # the golden code compiles three: one is left eager
+
+
+def _walked(monkeypatch, source_text: str) -> int:
+    """How many syntax-tree nodes choosing one mutant per line of the file looks into."""
+    import ast
+
+    from probe_builder.adversarial.mutants import best_per_line
+    from probe_builder.material.pysource import Source
+
+    source = Source("m.py", source_text)
+    looked = 0
+    children = ast.iter_child_nodes
+
+    def counted(node):
+        nonlocal looked
+        looked += 1
+        return children(node)
+
+    monkeypatch.setattr(ast, "iter_child_nodes", counted)
+    best_per_line(source, range(1, source_text.count("\n") + 1))
+    return looked
+
+
+def _methods(count: int) -> str:
+    body = "".join(
+        f"    def m{i}(self, x):\n        y = x * {i} + 1\n        self.log(y)\n"
+        for i in range(count)
+    )
+    return f"class Big:\n{body}"
+
+
+def test_each_line_of_a_long_class_is_mutated_without_reading_the_whole_class_again(
+    monkeypatch,
+):
+    # a class of a thousand lines: each line's mutants read that line's statements, not the
+    # class around them (which made choosing them grow with the square of the file)
+    small, large = _walked(monkeypatch, _methods(100)), _walked(monkeypatch, _methods(200))
+    assert large < 2.5 * small
+
+
+def test_a_thousand_branch_elif_chain_is_mutated_and_profiled():
+    from probe_builder.adversarial.mutants import best_per_line
+    from probe_builder.material.pysource import Source
+    from probe_builder.promises.assertions import profile_source
+
+    branches = "".join(
+        f"    elif x == {i}:\n        assert pick({i}) == {i}\n" for i in range(1, 1500)
+    )
+    text = f"def test_pick(x):\n    if x == 0:\n        assert pick(0) == 0\n{branches}"
+    # each elif nests in the one before: reading it by recursion overflowed the stack
+    assert len(profile_source("tests/test_pick.py", text).assertions) == 1500
+    chosen = best_per_line(Source("m.py", text), range(2990, 3002))
+    assert {c.line for c in chosen} == set(range(2990, 3002))  # each elif and each assert
+
+
+def test_an_expression_too_deep_for_the_parser_is_unparsable_not_a_crash():
+    from probe_builder.material.pysource import Source, UnparsableSource
+
+    text = "def test_sum():\n    assert total() == " + " + ".join(["1"] * 20000) + "\n"
+    with pytest.raises(UnparsableSource, match="nested too deeply"):
+        Source("tests/test_sum.py", text)
+
+
+def test_the_node_an_edit_lies_in_is_found_in_a_methods_decorator_too():
+    import ast
+
+    from probe_builder.adversarial.equivalence import promise_scope
+    from probe_builder.adversarial.mutation_ops import Candidate
+    from probe_builder.material.pysource import Source
+
+    text = "class A:\n    @cached(size=8)\n    def f(self):\n        return 1\n"
+    source = Source("m.py", text)
+    at = text.index("8")
+    edit = Candidate(MutationOperator.constant, 2, at, at + 1, "9", "8 -> 9")
+    # the decorator lies before the method's own span: the search must still look into it
+    found = promise_scope(source, ()).node_at(edit, (ast.Call,))
+    assert found is not None and source.segment(found) == "cached(size=8)"
