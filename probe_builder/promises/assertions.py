@@ -1213,11 +1213,12 @@ def profile_source(
         tests.append(_merged(own, used))
     sites = _through_helpers(sites, functions, module)
     names = {t.name for t in tests}
+    by_helper = by_function(sites)
     views = [
         view
         for qualname, node in touched
         if qualname in names
-        for view in through_calls(qualname, node, sites, functions, module)
+        for view in through_calls(qualname, node, by_helper, functions, module)
     ]
     return AssertionProfile(tuple(sites), tuple(tests), called=(*views, *foreign))
 
@@ -1301,21 +1302,27 @@ def _is_skip_mark(node: ast.AST) -> bool:
     return name is not None and SKIP_ALWAYS.match(name) is not None
 
 
+def by_function(sites: Iterable[AssertionSite]) -> dict[str, list[AssertionSite]]:
+    """Assertion sites by the name of the function that holds them (a method's own name)."""
+    found: dict[str, list[AssertionSite]] = {}
+    for site in sites:
+        found.setdefault(site.test.rsplit(".", 1)[-1], []).append(site)
+    return found
+
+
 def through_calls(
     qualname: str,
     function: ast.AST,
-    sites: Sequence[AssertionSite],
+    by_helper: Mapping[str, Sequence[AssertionSite]],
     functions: Mapping[str, ast.AST],
     module: dict[str, set[str]],
 ) -> list[AssertionSite]:
-    """The assertions of the helpers ``function`` calls, seen from each call: at the call's
+    """The assertions of the helpers ``function`` calls (``by_helper``: :func:`by_function`
+    of a file's sites, grouped once for all its tests), seen from each call: at the call's
     line, computed from what the test passes too. ``_check_restored(model, snapshot)`` after
     a save and a load asserts on the loaded model; the helper's own lines say neither. Only
     the last few calls of each helper are seen (a test that calls a checker a thousand times
     is judged on its last calls, in bounded time and memory)."""
-    by_helper: dict[str, list[AssertionSite]] = {}
-    for site in sites:
-        by_helper.setdefault(site.test.rsplit(".", 1)[-1], []).append(site)
     calls: dict[str, dict[int, tuple[str, ast.Call]]] = {}
     for helper, call in _helper_calls(function, functions, qualname):
         # a call that names its helper two ways ("mod.f" and "f") is one call
