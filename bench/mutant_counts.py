@@ -1,7 +1,8 @@
 """Mechanical mutant counts per operator on one real month of a squash-merge repository.
 
 Runs the mutant generator on the same qualifying PRs as :mod:`bench.hollow_rate`
-and prints the number of mutants per operator and per promise category; with
+and prints the number of mutants per operator and per promise category, and the time the
+generator took (per PR, in all, and on the slowest PR); with
 ``--check-apply`` every mutant patch is also checked with ``git apply --check``
 against the PR's base in a scratch work tree. Usage::
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -54,29 +56,37 @@ def main(argv: list[str] | None = None) -> int:
     operators: Counter[str] = Counter()
     categories: Counter[str] = Counter()
     failures: list[str] = []
+    seconds: dict[str, float] = {}
     with scratch_worktree(args.mirror, prs[0].base) as tree:
         for pr in prs:
             split = split_patch(
                 diff_commits(args.mirror, pr.base, pr.sha), test_globs=verl_test_globs()
             )
+            start = time.perf_counter()
             mutants = generate_mutants(
                 split.golden_files,
                 base=GitTree(args.mirror, pr.base),
                 head=GitTree(args.mirror, pr.sha),
             )
+            seconds[pr.sha[:10]] = time.perf_counter() - start
             operators.update(m.operator.value for m in mutants)
             categories.update(m.promise_category.value for m in mutants)
             if args.check_apply:
                 failures.extend(_unappliable(tree, pr.base, mutants))
             print(
                 f"{pr.sha[:10]} {len(mutants):4d} mutants in {len(split.golden_python):3d} files"
-                f"  {pr.subject[:60]}"
+                f" {seconds[pr.sha[:10]]:6.1f} s  {pr.subject[:60]}"
             )
     _print_counter("per operator", operators)
     _print_counter("per promise category", categories)
     print(
         f"\n{sum(operators.values())} mutants from {len(prs)} PRs"
         f" ({args.month}, >= {args.min_lines} lines)"
+    )
+    slowest = max(seconds, key=seconds.__getitem__)
+    print(
+        f"generator: {sum(seconds.values()):.1f} s in all, slowest {slowest}"
+        f" {seconds[slowest]:.1f} s"
     )
     if args.check_apply:
         print(
