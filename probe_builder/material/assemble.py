@@ -135,6 +135,13 @@ def build_material(
         author.word_statement(request), rendered, contract, golden, probes, sources
     )
     adversarials = tuple(author.propose_adversarials(replace(request, statement=statement)))
+    if profile.unparsed:
+        unread = ", ".join(profile.unparsed)
+        notes = (
+            *notes,
+            f"not read: test file(s) this Python cannot parse ({unread}); no verdict sees "
+            "their assertions",
+        )
     if split.submodules:
         moved = ", ".join(split.submodules)
         notes = (*notes, f"left out: the submodule pointer(s) the PR moves ({moved})")

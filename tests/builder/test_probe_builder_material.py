@@ -107,3 +107,25 @@ def test_an_authors_promises_are_kept_beside_the_rules_and_judged_like_them(tmp_
     assert added[0].position == 1  # the sentence that holds the quote
     assert {c.promise.quote for c in material.checks} == {p.quote for p in material.promises}
     assert material.notes[-1].startswith("promising proposed 2 promise(s): 1 kept beside")
+
+
+def test_a_test_file_that_does_not_parse_is_named_in_the_notes(tmp_path):
+    from tests.probe_builder_support import make_pr
+
+    deep = " + ".join(["0"] * 20000)  # deeper than Python's parser goes
+    fixture = make_pr(
+        tmp_path,
+        {"pkg/__init__.py": "", "pkg/pick.py": "def pick(x):\n    return x\n"},
+        {
+            "pkg/pick.py": "def pick(x):\n    return x + 0\n",
+            "tests/test_pick.py": f"from pkg.pick import pick\n\n\ndef test_pick():\n"
+            f"    assert pick(1) == {deep} + 1\n",
+        },
+    )
+    pr = PullRequest(fixture.repo, fixture.base, fixture.head, "Fix `pick`", "", "o__r-2")
+    material = build_material(pr, test_globs=TEST_GLOBS)
+    assert material.profile.unparsed == ("tests/test_pick.py",)
+    assert any(
+        note.startswith("not read: test file(s) this Python cannot parse (tests/test_pick.py)")
+        for note in material.notes
+    )
