@@ -301,14 +301,14 @@ def claim_evidence(table: CoverageTable) -> dict[str, int]:
     for promise in table.promises:
         if promise.category not in CLAIM_CATEGORIES or promise.verdict is None:
             continue
+        if promise.verdict is PromiseVerdict.checked:
+            counts[CHECKED_BUT_SURVIVED if table.contradicted(promise) else CHECKED] += 1
+            continue
         ran = [
             a
             for a in table.adversarials
             if promise.concerned_by(a) and a.survives_original is not None
         ]
-        if promise.verdict is PromiseVerdict.checked:
-            counts[CHECKED_BUT_SURVIVED if table.contradicted(promise) else CHECKED] += 1
-            continue
         survived = bool(promise.survivors) or any(a.survives_original for a in ran)
         counts[BACKED if survived else REFUTED if ran else OPEN] += 1
     return dict(counts)
