@@ -155,7 +155,7 @@ def formatting_only_lines(file: FileDiff) -> set[int]:
     return result
 
 
-def statements_on(tree: ast.AST, lines: Iterable[int]) -> dict[int, list[ast.stmt]]:
+def _statements_on(tree: ast.AST, lines: Iterable[int]) -> dict[int, list[ast.stmt]]:
     """For each of ``lines``, the statements whose span (decorators included) holds it,
     innermost last; the tree is walked once for all of them."""
     wanted = sorted(set(lines))
@@ -170,13 +170,9 @@ def statements_on(tree: ast.AST, lines: Iterable[int]) -> dict[int, list[ast.stm
     return found
 
 
-def _line_candidates(
-    source: Source, line: int, statements: Sequence[ast.stmt] | None = None
-) -> list[Candidate]:
-    """Every edit of ``line``; ``statements``: those that hold it (:func:`statements_on`)."""
+def _line_candidates(source: Source, line: int, statements: Sequence[ast.stmt]) -> list[Candidate]:
+    """Every edit of ``line``; ``statements``: those that hold it (:func:`_statements_on`)."""
     found: list[Candidate] = []
-    if statements is None:
-        statements = statements_on(source.tree, [line])[line]
     enclosing = [
         s
         for s in statements
@@ -228,7 +224,7 @@ def best_per_line(
     unable to break a promise (:mod:`probe_builder.adversarial.equivalence`), per line."""
     scope = scope or promise_scope(source, ())
     chosen = []
-    holding = statements_on(source.tree, lines)
+    holding = _statements_on(source.tree, lines)
     for line in sorted(holding):
         for candidate in sorted(_line_candidates(source, line, holding[line]), key=_rank):
             mutated = _apply(source.text, candidate)
