@@ -347,9 +347,10 @@ def merge_restatements(promises: list[ExtractedPromise]) -> list[ExtractedPromis
     only with the kept promises it may restate (:class:`_Restated`)."""
     worded = sorted(map(_Worded.of, promises), key=lambda w: -len(w.words))
     restated = _Restated(worded)
-    kept = [w for w in worded if not restated.by_kept(w)]
+    for promise in worded:
+        restated.keep(promise)
     return sorted(
-        (w.promise for w in kept),
+        (w.promise for w in restated.kept),
         key=lambda p: (p.position, list(PromiseCategory).index(p.category)),
     )
 
@@ -364,7 +365,7 @@ class _Restated:
 
     def __init__(self, worded: Sequence[_Worded]) -> None:
         self._seen = Counter(stem for w in worded for stem in w.stems)
-        self._kept: list[_Worded] = []
+        self.kept: list[_Worded] = []
         self._every: dict[tuple[PromiseCategory, str], list[int]] = {}
         self._rarest: dict[tuple[PromiseCategory, str], list[int]] = {}
 
@@ -377,20 +378,19 @@ class _Restated:
         shared = next(k for k in range(1, len(stems) + 1) if k / len(stems) >= threshold)
         return stems[: len(stems) - shared + 1]
 
-    def by_kept(self, worded: _Worded) -> bool:
-        """Whether a kept promise restates ``worded``; if none does, it is kept."""
+    def keep(self, worded: _Worded) -> None:
+        """Keeps ``worded`` unless a kept promise restates it."""
         category, rarest = worded.promise.category, self._rarest_of(worded)
         near = {i for stem in rarest for i in self._every.get((category, stem), ())}
         near |= {i for stem in worded.stems for i in self._rarest.get((category, stem), ())}
-        if any(worded.restates(self._kept[i]) for i in sorted(near)):
-            return True
-        index = len(self._kept)
-        self._kept.append(worded)
+        if any(worded.restates(self.kept[i]) for i in sorted(near)):
+            return
+        index = len(self.kept)
+        self.kept.append(worded)
         for stem in worded.stems:
             self._every.setdefault((category, stem), []).append(index)
         for stem in rarest:
             self._rarest.setdefault((category, stem), []).append(index)
-        return False
 
 
 def _quantity(text: str, category: PromiseCategory) -> str | None:
