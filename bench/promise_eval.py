@@ -847,10 +847,11 @@ def scaling_report(items: Sequence[LabelledItem], extractor: Extractor = extract
     the time per KiB at the largest size to that at the smallest: 1 when the time grows with
     the text, the size ratio (8) when it grows with its square."""
     lines = [f"{'description':<18} {'KiB':>4} {'promises':>8} {'seconds':>8} {'ms/KiB':>7}"]
+    bodies = {kib: scaling_bodies(items, kib) for kib in SCALING_KIB}
     for kind in ("dev descriptions", "distinct promises"):
         per_kib = []
         for kib in SCALING_KIB:
-            body = scaling_bodies(items, kib)[kind]
+            body = bodies[kib][kind]
             timings = []
             for _ in range(SCALING_RUNS):
                 start = time.perf_counter()
