@@ -136,7 +136,7 @@ def build_material(
     )
     adversarials = tuple(author.propose_adversarials(replace(request, statement=statement)))
     if profile.unparsed:
-        unread = ", ".join(profile.unparsed)
+        unread = "; ".join(profile.unparsed)
         notes = (
             *notes,
             f"not read: test file(s) this Python cannot parse ({unread}); no verdict sees "

@@ -21,7 +21,16 @@ DefNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 
 
 class UnparsableSource(BuildError, ValueError):
-    """Source that does not parse; the message names the file and the line."""
+    """Source that does not parse; the message names the file and the line, ``where`` and
+    ``why`` hold them apart (``tests/test_x.py:12``, ``invalid syntax``)."""
+
+    def __init__(self, where: str, why: str) -> None:
+        super().__init__(where, why)  # both, so that a copy made by pickle is whole
+        self.where = where
+        self.why = why
+
+    def __str__(self) -> str:
+        return f"{self.where}: does not parse: {self.why}"
 
 
 @dataclass(frozen=True)
@@ -85,11 +94,10 @@ class Source:
             self.tree = parse_module(self.text, filename=self.path)
         except (SyntaxError, ValueError) as exc:
             line = getattr(exc, "lineno", None)
-            raise UnparsableSource(f"{self.path}:{line}: does not parse: {exc}") from None
+            where = self.path if line is None else f"{self.path}:{line}"
+            raise UnparsableSource(where, getattr(exc, "msg", None) or str(exc)) from None
         except RecursionError:  # an expression thousands of terms deep: a parse would overflow
-            raise UnparsableSource(
-                f"{self.path}: does not parse: nested too deeply for Python's parser"
-            ) from None
+            raise UnparsableSource(self.path, "nested too deeply for Python's parser") from None
         starts, total = [0], 0
         for line in self.text.splitlines(keepends=True):
             total += len(line)

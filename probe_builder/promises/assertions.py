@@ -242,7 +242,8 @@ class TestTraits:
 class AssertionProfile:
     assertions: tuple[AssertionSite, ...]
     tests: tuple[TestTraits, ...]
-    unparsed: tuple[str, ...] = ()  # test files this Python cannot parse
+    # test files this Python cannot parse, each as where and why (``tests/t.py:3: invalid syntax``)
+    unparsed: tuple[str, ...] = ()
     # A helper's assertions seen from each call a test makes to it (see ``through_calls``).
     called: tuple[AssertionSite, ...] = ()
 
@@ -1440,8 +1441,8 @@ def profile_test_patch(
         try:
             added = None if file.is_new else file.added_lines()
             profile = profile_source(file.path, text, added, imported)
-        except UnparsableSource:
-            unparsed.append(file.path)
+        except UnparsableSource as error:
+            unparsed.append(f"{error.where}: {error.why}")
             continue
         sites.extend(profile.assertions)
         tests.extend(profile.tests)

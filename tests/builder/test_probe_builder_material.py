@@ -120,12 +120,17 @@ def test_a_test_file_that_does_not_parse_is_named_in_the_notes(tmp_path):
             "pkg/pick.py": "def pick(x):\n    return x + 0\n",
             "tests/test_pick.py": f"from pkg.pick import pick\n\n\ndef test_pick():\n"
             f"    assert pick(1) == {deep} + 1\n",
+            "tests/test_typo.py": "from pkg.pick import pick\n\n\ndef test_typo(:\n    pass\n",
         },
     )
     pr = PullRequest(fixture.repo, fixture.base, fixture.head, "Fix `pick`", "", "o__r-2")
     material = build_material(pr, test_globs=TEST_GLOBS)
-    assert material.profile.unparsed == ("tests/test_pick.py",)
+    why = (
+        "tests/test_pick.py: nested too deeply for Python's parser; "
+        "tests/test_typo.py:4: invalid syntax"
+    )
+    assert "; ".join(material.profile.unparsed) == why
     assert any(
-        note.startswith("not read: test file(s) this Python cannot parse (tests/test_pick.py)")
+        note.startswith(f"not read: test file(s) this Python cannot parse ({why})")
         for note in material.notes
     )

@@ -669,6 +669,20 @@ def test_an_expression_too_deep_for_the_parser_is_unparsable_not_a_crash():
         Source("tests/test_sum.py", text)
 
 
+def test_an_unparsable_source_says_where_and_why_and_survives_a_copy_to_another_process():
+    import pickle
+
+    from probe_builder.material.pysource import Source, UnparsableSource
+
+    with pytest.raises(UnparsableSource) as raised:
+        Source("tests/test_typo.py", "x = 1\n\ndef test_typo(:\n    pass\n")
+    error = raised.value
+    assert (error.where, error.why) == ("tests/test_typo.py:3", "invalid syntax")
+    assert str(error) == "tests/test_typo.py:3: does not parse: invalid syntax"
+    copy = pickle.loads(pickle.dumps(error))  # how a reading comes back from a worker
+    assert (copy.where, copy.why, str(copy)) == (error.where, error.why, str(error))
+
+
 def test_the_node_an_edit_lies_in_is_found_in_a_methods_decorator_too():
     import ast
 
