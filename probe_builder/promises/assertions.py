@@ -767,13 +767,20 @@ def _root_name(node: ast.AST) -> str | None:
 
 
 def _given_values(function: ast.AST) -> dict[tuple[str, str], str]:
-    """For each name bound from a call, the literal each keyword gave it:
-    ``params = SamplingParams(stop_words=["A"])`` gives ``("params", "stop_words")``."""
+    """For each name (or attribute: ``self.model`` in a set-up method) bound from a call, the
+    literal each keyword gave it: ``params = SamplingParams(stop_words=["A"])`` gives
+    ``("params", "stop_words")``."""
     found: dict[tuple[str, str], str] = {}
-    for name, call in _bound_from_calls(function):
-        for keyword in call.keywords:
-            if keyword.arg is not None and _literal(keyword.value):
-                found[(name, keyword.arg)] = ast.dump(keyword.value)
+    for node in ast.walk(function):
+        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
+            continue
+        for target in node.targets:
+            name = dotted_name(target)
+            if name is None:
+                continue
+            for keyword in node.value.keywords:
+                if keyword.arg is not None and _literal(keyword.value):
+                    found[(name, keyword.arg)] = ast.dump(keyword.value)
     return found
 
 
@@ -802,11 +809,10 @@ def _echoes(expr: ast.AST, given: Mapping[tuple[str, str], str]) -> bool:
     else:
         return False
     for field, value in (pair, pair[::-1]):
-        if (
-            isinstance(field, ast.Attribute)
-            and isinstance(field.value, ast.Name)
-            and given.get((field.value.id, field.attr)) == ast.dump(value)
-        ):
+        if not isinstance(field, ast.Attribute):
+            continue
+        holder = dotted_name(field.value)
+        if holder is not None and given.get((holder, field.attr)) == ast.dump(value):
             return True
     return False
 
@@ -1160,6 +1166,11 @@ def profile_source(
         owner: _set_up_methods(owner, functions, bases) for owner in {_owner(n) for n in functions}
     }
     set_up = _set_up_dependencies(set_up_methods, functions, module)
+    # what each class's set-up builds its objects with (``self.model = Model(size=4)``)
+    set_up_given = {
+        owner: {k: v for m in methods for k, v in _given_values(functions[m]).items()}
+        for owner, methods in set_up_methods.items()
+    }
 
     def set_up_of(qualname: str) -> list[str]:
         return [m for m in set_up_methods.get(_owner(qualname), []) if m != qualname]
@@ -1185,13 +1196,19 @@ def profile_source(
             {definition.qualname, definition.node.name} & kept
         )
         lines = None if whole else added
-        sites.extend(_sites(source, definition.qualname, definition.node, lines, outer, returned))
+        given = set_up_given.get(_owner(definition.qualname), {})
+        sites.extend(
+            _sites(source, definition.qualname, definition.node, lines, outer, returned, given)
+        )
     for definition in definitions:
         helper = {definition.qualname, definition.node.name}
         if skipped_module or definition.qualname in done or not helper & kept:
             continue
         outer = set_up.get(_owner(definition.qualname), module)
-        sites.extend(_sites(source, definition.qualname, definition.node, None, outer, returned))
+        given = set_up_given.get(_owner(definition.qualname), {})
+        sites.extend(
+            _sites(source, definition.qualname, definition.node, None, outer, returned, given)
+        )
     asserting = {s.test for s in sites}
     called = {h for _, node in touched for h in _helpers_called(node, functions, "")}
     tests = []
@@ -1393,12 +1410,15 @@ def _sites(
     added: set[int] | None,
     module: dict[str, set[str]],
     returned: Returned | None = None,
+    set_up_given: Mapping[tuple[str, str], str] | None = None,
 ) -> list[AssertionSite]:
+    """The assertions of ``function``; ``set_up_given`` holds the literals its class's set-up
+    built objects with (:func:`_given_values`), which read back check nothing either."""
     taint = _taint(function, returned)
     depends = dependencies(function, module)
     results = _call_results(function)
     snapshots = _snapshots(function)
-    given = _given_values(function)
+    given = {**(set_up_given or {}), **_given_values(function)}
     sites = []
     for node, expr, error_path in _assertion_nodes(function):
         line = node.lineno  # type: ignore[attr-defined]

@@ -505,19 +505,37 @@ def test_stop_words_are_set():
 """
 
 
+ECHO_SET_UP_TEST = """
+from pkg import StopParams
+
+
+class TestStopParams:
+    def setup_method(self):
+        self.params = StopParams(stop_words=["STOP", "END"])
+
+    def test_stop_words_are_set(self):
+        out = self.params.apply("a STOP b")
+        assert {check}
+"""
+
+
+@pytest.mark.parametrize("template", [ECHO_TEST, ECHO_SET_UP_TEST], ids=["test", "set-up"])
 @pytest.mark.parametrize(
     ("check", "verdict"),
     [
-        # the field read back is the literal just given: any object that stores it passes
-        ('params.stop_words == ["STOP", "END"]', PromiseVerdict.exercised),
-        ('self.assertEqual(params.stop_words, ["STOP", "END"])', PromiseVerdict.exercised),
+        # the field read back is the literal just given (by the test or by its class's
+        # set-up): any object that stores it passes
+        ('{owner}.stop_words == ["STOP", "END"]', PromiseVerdict.exercised),
+        ('["STOP", "END"] == {owner}.stop_words', PromiseVerdict.exercised),
+        ('self.assertEqual({owner}.stop_words, ["STOP", "END"])', PromiseVerdict.exercised),
         # what the object does with it is a check
         ('out == "a "', PromiseVerdict.checked),
-        ('params.stop_words == ["STOP"]', PromiseVerdict.checked),
+        ('{owner}.stop_words == ["STOP"]', PromiseVerdict.checked),
     ],
 )
-def test_reading_back_a_literal_just_given_checks_nothing(check, verdict):
-    code = _code(ECHO_TEST.format(check=check), "StopParams")
+def test_reading_back_a_literal_just_given_checks_nothing(template, check, verdict):
+    owner = "params" if template is ECHO_TEST else "self.params"
+    code = _code(template.format(check=check.format(owner=owner)), "StopParams")
     assert _verdict(PromiseCategory.functional, "StopParams stop words support", code) is verdict
 
 
