@@ -218,6 +218,9 @@ class AssertionSite:
     text: str  # first line of the assertion
     depends_on: frozenset[str] = frozenset()  # names its value is computed from
     across_calls: bool = False  # two results of one method, or a value and its earlier copy
+    # true of any object built as the test built it: a literal it was given read back, or its
+    # type the class it was built from (``isinstance(model, Model)`` after ``Model(...)``)
+    echo: bool = False
 
 
 @dataclass(frozen=True)
@@ -769,7 +772,7 @@ def _root_name(node: ast.AST) -> str | None:
 def _given_values(function: ast.AST) -> dict[tuple[str, str], str]:
     """For each name (or attribute: ``self.model`` in a set-up method) bound from a call, the
     literal each keyword gave it: ``params = SamplingParams(stop_words=["A"])`` gives
-    ``("params", "stop_words")``."""
+    ``("params", "stop_words")``; and, under ``__class__``, the name of what was called."""
     found: dict[tuple[str, str], str] = {}
     for node in ast.walk(function):
         if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
@@ -778,6 +781,9 @@ def _given_values(function: ast.AST) -> dict[tuple[str, str], str]:
             name = dotted_name(target)
             if name is None:
                 continue
+            called = call_name(node.value)
+            if called is not None:
+                found[(name, "__class__")] = called.rsplit(".", 1)[-1]
             for keyword in node.value.keywords:
                 if keyword.arg is not None and _literal(keyword.value):
                     found[(name, keyword.arg)] = ast.dump(keyword.value)
@@ -797,7 +803,10 @@ EQUAL_CALLS = {"assertEqual", "assertEquals", "assert_equal"}
 
 def _echoes(expr: ast.AST, given: Mapping[tuple[str, str], str]) -> bool:
     """``assert params.stop_words == ["A"]`` after ``params = SamplingParams(stop_words=["A"])``:
-    the field read back is the literal just given, true of any object that stores it."""
+    the field read back is the literal just given, true of any object that stores it; and
+    ``isinstance(params, SamplingParams)``: its type is the class it was built from."""
+    if _instance_of_its_own_class(expr, given):
+        return True
     if isinstance(expr, ast.Compare) and len(expr.ops) == 1 and isinstance(expr.ops[0], ast.Eq):
         pair = (expr.left, expr.comparators[0])
     elif (
@@ -815,6 +824,19 @@ def _echoes(expr: ast.AST, given: Mapping[tuple[str, str], str]) -> bool:
         if holder is not None and given.get((holder, field.attr)) == ast.dump(value):
             return True
     return False
+
+
+def _instance_of_its_own_class(expr: ast.AST, given: Mapping[tuple[str, str], str]) -> bool:
+    if not (
+        isinstance(expr, ast.Call)
+        and (call_name(expr) or "").rsplit(".", 1)[-1] in ("isinstance", "assertIsInstance")
+        and len(expr.args) == 2
+    ):
+        return False
+    built, cls = dotted_name(expr.args[0]), dotted_name(expr.args[1])
+    if built is None or cls is None:
+        return False
+    return given.get((built, "__class__")) == cls.rsplit(".", 1)[-1]
 
 
 def _call_results(function: ast.AST) -> dict[str, set[str]]:
@@ -1427,7 +1449,8 @@ def _sites(
         kind, observed = (
             (AssertionKind.error_path, set()) if error_path else classify(expr, taint, returned)
         )
-        if kind is AssertionKind.functional and _echoes(expr, given):
+        echo = _echoes(expr, given)
+        if kind is AssertionKind.functional and echo:
             kind = AssertionKind.structural
         first = source.segment(node).splitlines()[0].strip()
         sites.append(
@@ -1440,6 +1463,7 @@ def _sites(
                 first,
                 depends_on(expr, depends),
                 _across_calls(expr, results, snapshots),
+                echo,
             )
         )
     return sites

@@ -4,8 +4,9 @@ A promise is judged on the tests that reach the changed symbols it concerns
 (:mod:`probe_builder.promises.linking`), and, except for resources a test observes
 itself, only on assertions whose value is computed from those symbols; an existence
 check (``is not None``, ``isinstance`` of a general type) checks nothing, nor does a
-field read back equal to the literal the test just built its object with, nor, for a
-functional promise, a sign (a value or a length above zero, a loss not negative). A test of the
+field read back equal to the literal the test (or its class's set-up) just built its object
+with, nor that object's type when it is the class it was built from, nor, for a functional
+promise, a sign (a value or a length above zero, a loss not negative). A test of the
 changed code right behind a linked symbol checks a functional promise only on an
 assertion that bears on what its quote says beyond the linked names (its text, its
 test's name or its inputs use a word of that: "blockwise" in "support 'blockwise'
@@ -166,7 +167,9 @@ def _telling(sites: Sequence[AssertionSite]) -> list[AssertionSite]:
     """Value assertions and structural ones that can fail for a returned value (a shape,
     ``is None`` after a reset); the state and mode rules accept these."""
     return [
-        s for s in sites if s.kind is not AssertionKind.structural or not VACUOUS.search(s.text)
+        s
+        for s in sites
+        if not s.echo and (s.kind is not AssertionKind.structural or not VACUOUS.search(s.text))
     ]
 
 
@@ -344,6 +347,8 @@ GENERAL_TYPE = re.compile(
 
 
 def _chosen_class(site: AssertionSite) -> bool:
+    if site.echo:
+        return False  # the class the test built it from: true of anything so built
     match = INSTANCE_OF.search(site.text)
     if match is None:
         return False

@@ -528,9 +528,13 @@ class TestStopParams:
         ('{owner}.stop_words == ["STOP", "END"]', PromiseVerdict.exercised),
         ('["STOP", "END"] == {owner}.stop_words', PromiseVerdict.exercised),
         ('self.assertEqual({owner}.stop_words, ["STOP", "END"])', PromiseVerdict.exercised),
-        # what the object does with it is a check
+        # ... and so is its type, when it is the class the object was built from
+        ("isinstance({owner}, StopParams)", PromiseVerdict.exercised),
+        ("self.assertIsInstance({owner}, StopParams)", PromiseVerdict.exercised),
+        # what the object does with it is a check, and so is the class of what it returns
         ('out == "a "', PromiseVerdict.checked),
         ('{owner}.stop_words == ["STOP"]', PromiseVerdict.checked),
+        ("isinstance(out, StopParams)", PromiseVerdict.checked),
     ],
 )
 def test_reading_back_a_literal_just_given_checks_nothing(template, check, verdict):
@@ -1444,6 +1448,28 @@ def test_padding_matches_a_graph_size():
 )
 def test_a_mode_promise_needs_a_test_that_switches_the_mode_on(setting, verdict):
     code = _code(GRAPH_BOOKKEEPING.format(setting=setting), "Engine")
+    assert _verdict(PromiseCategory.mode, "Engine pads to a CUDA graph size", code) is verdict
+
+
+@pytest.mark.parametrize(
+    ("check", "verdict"),
+    [
+        ("engine.padded_size(3) == 4", PromiseVerdict.checked),
+        # true of any engine built so, in the mode or not
+        ("isinstance(engine, Engine)", PromiseVerdict.exercised),
+        ('engine.cuda_graph_impl == "local"', PromiseVerdict.exercised),
+    ],
+)
+def test_in_the_mode_an_assertion_true_of_any_object_so_built_checks_nothing(check, verdict):
+    source = f"""
+from pkg import Engine
+
+
+def test_engine_in_graph_mode():
+    engine = Engine(cuda_graph_impl="local")
+    assert {check}
+"""
+    code = _code(source, "Engine")
     assert _verdict(PromiseCategory.mode, "Engine pads to a CUDA graph size", code) is verdict
 
 
