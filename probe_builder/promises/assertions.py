@@ -1434,8 +1434,9 @@ def _sites(
     returned: Returned | None = None,
     set_up_given: Mapping[tuple[str, str], str] | None = None,
 ) -> list[AssertionSite]:
-    """The assertions of ``function``; ``set_up_given`` holds the literals its class's set-up
-    built objects with (:func:`_given_values`), which read back check nothing either."""
+    """The assertions of ``function``; ``set_up_given`` holds the literals and classes its
+    class's set-up built objects with (:func:`_given_values`): asserted back, they check
+    nothing, like those the function gives itself."""
     taint = _taint(function, returned)
     depends = dependencies(function, module)
     results = _call_results(function)
