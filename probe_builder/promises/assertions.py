@@ -718,13 +718,17 @@ def _spread_lists(function: ast.AST) -> dict[str, set[str]]:
     return found
 
 
-def _bound_from_calls(function: ast.AST) -> Iterable[tuple[str, ast.Call]]:
-    """(name, call) for every ``name = call(...)`` in ``function``."""
+def _bound_from_calls(
+    function: ast.AST, *, attributes: bool = False
+) -> Iterable[tuple[str, ast.Call]]:
+    """(name, call) for every ``name = call(...)`` in ``function``; with ``attributes``, for
+    every ``a.b = call(...)`` too, by its dotted name (``self.model`` in a set-up method)."""
     for node in ast.walk(function):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
             for target in node.targets:
-                if isinstance(target, ast.Name):
-                    yield target.id, node.value
+                name = dotted_name(target) if attributes else getattr(target, "id", None)
+                if isinstance(name, str):
+                    yield name, node.value
 
 
 def _given_at_construction(
@@ -774,19 +778,13 @@ def _given_values(function: ast.AST) -> dict[tuple[str, str], str]:
     literal each keyword gave it: ``params = SamplingParams(stop_words=["A"])`` gives
     ``("params", "stop_words")``; and, under ``__class__``, the name of what was called."""
     found: dict[tuple[str, str], str] = {}
-    for node in ast.walk(function):
-        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
-            continue
-        for target in node.targets:
-            name = dotted_name(target)
-            if name is None:
-                continue
-            called = call_name(node.value)
-            if called is not None:
-                found[(name, "__class__")] = called.rsplit(".", 1)[-1]
-            for keyword in node.value.keywords:
-                if keyword.arg is not None and _literal(keyword.value):
-                    found[(name, keyword.arg)] = ast.dump(keyword.value)
+    for name, call in _bound_from_calls(function, attributes=True):
+        called = call_name(call)
+        if called is not None:
+            found[(name, "__class__")] = called.rsplit(".", 1)[-1]
+        for keyword in call.keywords:
+            if keyword.arg is not None and _literal(keyword.value):
+                found[(name, keyword.arg)] = ast.dump(keyword.value)
     return found
 
 
