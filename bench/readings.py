@@ -54,6 +54,7 @@ READING_MODULES = (
     "probe_builder.promises.assertions",
     "probe_builder.promises.launches",
     "probe_builder.promises.linking",
+    "probe_builder.promises.settings",
     "probe_builder.promises.shared_helpers",
     "probewatch",
     "probewatch.disk",

@@ -48,6 +48,12 @@ from probe_builder.promises.assertions import (
     profile_test_patch,
 )
 from probe_builder.promises.launches import ProgramReader, folder_of
+from probe_builder.promises.settings import (
+    Setting,
+    last_key,
+    settings_in_source,
+    settings_in_text,
+)
 from probe_builder.promises.shared_helpers import TestHelpers
 from probewatch.testfiles import TestFiles
 
@@ -193,6 +199,15 @@ class Caller:
 
 
 @dataclass(frozen=True)
+class Option:
+    """A configuration option the change adds (a command-line flag, a config field, a YAML
+    key), by the key code reads it under, with its default as written (None: none given)."""
+
+    key: str
+    default: str | None
+
+
+@dataclass(frozen=True)
 class CodeUnderTest:
     """What the verdicts read: the test patch's profile and the golden patch's symbols."""
 
@@ -200,6 +215,9 @@ class CodeUnderTest:
     symbols: tuple[ChangedSymbol, ...] = ()
     scripts: tuple[TestScript, ...] = ()
     callers: tuple[Caller, ...] = ()
+    # The configuration options the change adds, and what the test patch sets options to.
+    options: tuple[Option, ...] = ()
+    settings: tuple[Setting, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -363,7 +381,49 @@ def code_under_test(
         changed_symbol(f.name.lstrip("-").replace("-", "_"), f.help, f.path) for f in contract.flags
     ]
     callers = _callers(symbols, head, tests)
-    return CodeUnderTest(profile, tuple(symbols), _scripts(split.test_files, head), callers)
+    # a YAML key that holds others is a section, not an option with a default of its own
+    sections = {f.name.rpartition(".")[0] for f in contract.flags}
+    options = tuple(
+        Option(last_key(f.name), f.default) for f in contract.flags if f.name not in sections
+    )
+    return CodeUnderTest(
+        profile,
+        tuple(symbols),
+        _scripts(split.test_files, head),
+        callers,
+        options,
+        test_patch_settings(split.test_files, head),
+    )
+
+
+def test_patch_settings(test_files: Sequence[FileDiff], head: TreeReader) -> tuple[Setting, ...]:
+    """What the test patch sets options to: anywhere in its Python files (a fixture or a
+    module's config dictionary sets them for its tests), on the lines its launch scripts and
+    run configurations add."""
+    found: list[Setting] = []
+    for file in test_files:
+        if file.is_deleted or file.binary:
+            continue
+        if file.is_python:
+            text = head.read(file.path)
+            try:
+                tree = Source(file.path, text).tree if text is not None else None
+            except UnparsableSource:
+                tree = None
+            if tree is not None:
+                found += settings_in_source(file.path, tree)
+        elif file.path.endswith(SCRIPT_SUFFIXES + RUN_CONFIG_SUFFIXES):
+            added = [
+                (number, raw[1:])
+                for hunk in file.hunks
+                for number, raw in zip(hunk.added_lines(), _added(hunk.lines), strict=True)
+            ]
+            found += settings_in_text(file.path, added)
+    return tuple(found)
+
+
+def _added(lines: Sequence[str]) -> list[str]:
+    return [raw for raw in lines if raw.startswith("+")]
 
 
 # A changed name that this many files use leads nowhere in particular (``train``, ``load``).
