@@ -46,7 +46,12 @@ loss within a tolerance of a reference engine's; a score above a bar compares no
 ``exercised``: the tests (or a launch script of the test patch, by naming the code or by
 starting a program that imports it) run the code, or the changed code right behind it (a
 helper it calls, the function that reads its flag), or call a function that calls it,
-but do not assert that; ``unchecked``: no added test reaches it. The rules are a table.
+but do not assert that; ``unchecked``: no added test reaches it, or the tests reach it
+only with the option the quote names left off: every test or script of the patch that
+sets the option (a keyword, a key, an attribute, a command-line flag or override) sets it
+off, or none sets it and it is an option the change adds with an off default; then what
+the tests assert is the code without what the option adds (not when the quote speaks of
+the off side itself: "without", "disable", "=False"). The rules are a table.
 """
 
 from __future__ import annotations
@@ -70,6 +75,7 @@ from probe_builder.promises.linking import (
     behind,
     beside_names,
     concerned,
+    identifiers_of,
     importing_tests,
     in_front,
     initialisms,
@@ -84,6 +90,7 @@ from probe_builder.promises.linking import (
     spelled_acronyms,
     words_of,
 )
+from probe_builder.promises.settings import is_off, last_key
 from task_registry.types import PromiseCategory, PromiseVerdict
 
 Rule = Callable[[TestTraits, list[AssertionSite]], AssertionSite | None]
@@ -740,6 +747,67 @@ def _golden_run(
     return next((s for s in scripts if s.goldens or s.compared_by), None)
 
 
+# A quote that speaks of an option's off side itself ("with `fuse=False`", "disable the
+# cache", "irrespective of `perform_initialization`"): a test that sets the option off runs
+# what it promises.
+SPEAKS_OF_OFF = re.compile(
+    r"\b(false|none|null|disabl\w*|without|off|opt(s|ed|ing)?[- ]out|no longer|irrespective"
+    r"|regardless|whether|independent(ly)? of)\b",
+    re.I,
+)
+_DASHED = re.compile(r"(?<![\w-])--[A-Za-z][\w-]*")
+_OPTION_NAME = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
+
+
+def named_options(quote: str) -> frozenset[str]:
+    """The option names a quote spells as code reads them: lower-case snake_case or dotted
+    names (``calculate_sum_pi_squared``, ``tiled_mlp.enabled``) and command-line flags
+    (``--enable-msc`` as ``enable_msc``); a CamelCase name is a class, not an option."""
+    found = {last_key(flag) for flag in _DASHED.findall(quote)}
+    found |= {
+        name
+        for name in identifiers_of(_DASHED.sub(" ", quote))
+        if _OPTION_NAME.match(name) and ("_" in name or f".{name}" in quote)
+    }
+    return frozenset(found)
+
+
+def _same_option(key: str, option: str) -> bool:
+    """``key`` sets ``option``: the same name, or one is the other's last words (a test
+    builds the optimizer with ``use_syrk`` for the flag ``--muon-use-syrk``)."""
+    key, option = key.lower(), option.lower()
+    if key == option:
+        return True
+    shorter, longer = sorted((key, option), key=len)
+    return "_" in shorter and longer.endswith(f"_{shorter}")
+
+
+def _left_off(promise: ExtractedPromise, code: CodeUnderTest) -> str | None:
+    """Why the tests run none of what the quote's options add, or None. An option the quote
+    names is left off when every test or script of the patch that sets it sets it off
+    (``fuse=False``), or when none sets it and it is an option the change adds, off by
+    default; the promise is left unrun when one of its options is left off and none is
+    turned on. Not when the quote speaks of the off side itself."""
+    if SPEAKS_OF_OFF.search(promise.quote):
+        return None
+    reasons = []
+    for key in sorted(named_options(promise.quote)):
+        values = sorted({s.value for s in code.settings if _same_option(s.key, key)})
+        if any(not is_off(v) for v in values):
+            return None  # the tests turn it on
+        if values:
+            reasons.append(f"the tests set {key} only off ({', '.join(values)})")
+            continue
+        defaults = [o.default for o in code.options if o.key.lower() == key]
+        if defaults and all(is_off(d) for d in defaults):
+            default = defaults[0] or "no default"
+            reasons.append(
+                f"no test or script of the patch sets {key}, an option the change adds, "
+                f"off by default ({default})"
+            )
+    return "; ".join(reasons) + ": none runs what it adds" if reasons else None
+
+
 def _name(found: TestTraits | TestScript) -> str:
     return found.name if isinstance(found, TestTraits) else found.path
 
@@ -754,6 +822,9 @@ def judge_promise(promise: ExtractedPromise, code: CodeUnderTest) -> PromiseChec
     linked = link(promise.quote, code)
     reached = _reach(linked, code)
     concerns = concerned(linked, reached.behind, code)
+    left_off = _left_off(promise, code)
+    if left_off is not None:
+        return PromiseCheck(promise, PromiseVerdict.unchecked, left_off, concerns)
     found = _checking_site(promise, code, linked, reached)
     if found is not None:
         test, site, via = found

@@ -2965,3 +2965,72 @@ def test_a_test_file_of_hundreds_of_tests_is_profiled_in_time_that_grows_with_it
     # twice the tests, twice the work: grouping every assertion of the file again for each
     # test made it grow with the square of the file (2.34 times here; 3 s for 2,000 tests)
     assert builtin_calls(400) < 2.2 * builtin_calls(200)
+
+
+OPTION_BASE = {
+    "pkg/__init__.py": "",
+    "pkg/sampler.py": (
+        "from dataclasses import dataclass\n\n\n"
+        "@dataclass\nclass SamplerConfig:\n    temperature: float = 1.0\n\n\n"
+        "def sample(config, logits):\n    return max(logits) / config.temperature\n"
+    ),
+}
+OPTION_CHANGE = (
+    "from dataclasses import dataclass\n\n\n"
+    "@dataclass\nclass SamplerConfig:\n    temperature: float = 1.0\n"
+    "    fused_topk: bool = {default}\n\n\n"
+    "def sample(config, logits):\n"
+    "    if config.fused_topk:\n        return sorted(logits)[-1] / config.temperature\n"
+    "    return max(logits) / config.temperature\n"
+)
+OPTION_TEST = (
+    "from pkg.sampler import SamplerConfig, sample\n\n\n"
+    "def test_sample():\n    config = SamplerConfig({given})\n"
+    "    assert sample(config, [1.0, 3.0]) == 3.0\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("default", "given", "quote", "verdict"),
+    [
+        # the tests turn the option on: the promise is judged on their assertions
+        ("False", "fused_topk=True", "add `fused_topk` to sample", PromiseVerdict.checked),
+        # a new option, off by default, that no test sets: the fused path never runs
+        ("False", "", "add `fused_topk` to sample", PromiseVerdict.unchecked),
+        # one the tests set, but only off
+        ("False", "fused_topk=False", "add `fused_topk` to sample", PromiseVerdict.unchecked),
+        ("False", "**{'fused_topk': None}", "add fused_topk to sample", PromiseVerdict.unchecked),
+        # an option on by default runs in every test that leaves it alone
+        ("True", "", "add `fused_topk` to sample", PromiseVerdict.checked),
+        # a quote about the option's off side is what a test setting it off runs
+        ("True", "fused_topk=False", "sample without fused_topk", PromiseVerdict.checked),
+    ],
+)
+def test_a_promise_about_an_option_the_tests_leave_off_is_unchecked(
+    tmp_path, default, given, quote, verdict
+):
+    # The PR adds an option to a config class and a branch that reads it. A verdict that
+    # looks only at the assertions of the tests reaching `sample` says checked in every row:
+    # the second and third run the old branch alone.
+    change = {
+        "pkg/sampler.py": OPTION_CHANGE.format(default=default),
+        "tests/test_sampler.py": OPTION_TEST.format(given=given),
+    }
+    code = make_pr(tmp_path, OPTION_BASE, change).code_under_test()
+    assert [(o.key, o.default) for o in code.options] == [("fused_topk", default)]
+    promise = ExtractedPromise(category=PromiseCategory.functional, quote=quote)
+    check = judge_promises([promise], code)[0]
+    assert check.verdict is verdict
+    if verdict is PromiseVerdict.unchecked:
+        assert "fused_topk" in check.evidence and "none runs what it adds" in check.evidence
+
+
+def test_a_launch_script_that_turns_the_option_on_runs_it(tmp_path):
+    change = {
+        "pkg/sampler.py": OPTION_CHANGE.format(default="False"),
+        "tests/test_sampler.py": OPTION_TEST.format(given=""),
+        "tests/e2e/run_sampler.sh": "python -m pkg.sampler sampler.fused_topk=True\n",
+    }
+    code = make_pr(tmp_path, OPTION_BASE, change).code_under_test()
+    promise = ExtractedPromise(category=PromiseCategory.functional, quote="add `fused_topk`")
+    assert judge_promises([promise], code)[0].verdict is not PromiseVerdict.unchecked
