@@ -395,11 +395,11 @@ def code_under_test(
         _scripts(split.test_files, head),
         callers,
         options,
-        test_patch_settings(split.test_files, head),
+        settings_of_test_patch(split.test_files, head),
     )
 
 
-def test_patch_settings(test_files: Sequence[FileDiff], head: TreeReader) -> tuple[Setting, ...]:
+def settings_of_test_patch(test_files: Sequence[FileDiff], head: TreeReader) -> tuple[Setting, ...]:
     """What the test patch sets options to: anywhere in its Python files (a fixture or a
     module's config dictionary sets them for its tests), on the lines its launch scripts and
     run configurations add."""

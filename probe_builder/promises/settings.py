@@ -27,9 +27,11 @@ class Setting:
     line: int
 
 
-# Values that leave an option off: false, none, zero, empty, or a word that says so.
+# Values that leave an option off: empty, false, none, zero, an empty collection, or a word
+# that says so.
 _OFF = re.compile(
-    r"^(false|none|null|~|0|0\.0*||\[\]|\(\)|\{\}|off|no|disabled?|field\(default=(false|none|0)\))$",
+    r"^(|false|none|null|~|0|0\.0*|\[\]|\(\)|\{\}|off|no|disabled?"
+    r"|field\(default=(false|none|0)\))$",
     re.I,
 )
 
@@ -92,7 +94,7 @@ def settings_in_source(path: str, tree: ast.Module) -> list[Setting]:
     for node in ast.walk(tree):
         line = getattr(node, "lineno", 0)
         if isinstance(node, ast.List | ast.Tuple) and _all_strings(node.elts):
-            command = " ".join(str(getattr(e, "value", "")) for e in node.elts)
+            command = " ".join(_string(e) or "" for e in node.elts)
             found += _from_string(command, path, line)
             read.update(id(e) for e in node.elts)
             continue
@@ -112,17 +114,17 @@ def settings_in_source(path: str, tree: ast.Module) -> list[Setting]:
             name, value = node.args[1], node.args[2]
             if isinstance(name, ast.Constant) and isinstance(name.value, str):
                 found.append(Setting(last_key(name.value), ast.unparse(value), path, line))
-        elif _is_string(node) and id(node) not in read:
-            found += _from_string(node.value, path, line)  # type: ignore[attr-defined]
+        elif (text := _string(node)) is not None and id(node) not in read:
+            found += _from_string(text, path, line)
     return found
 
 
-def _is_string(node: ast.AST) -> bool:
-    return isinstance(node, ast.Constant) and isinstance(node.value, str)
+def _string(node: ast.AST) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
 def _all_strings(nodes: list[ast.expr]) -> bool:
-    return bool(nodes) and all(_is_string(n) for n in nodes)
+    return bool(nodes) and all(_string(n) is not None for n in nodes)
 
 
 def _assigned_key(target: ast.expr) -> str | None:
