@@ -20,8 +20,8 @@ added line: they run the code but assert nothing. A launch script also runs ever
 file of the repository the program it starts imports, at any depth
 (:mod:`probe_builder.promises.launches`). A test that uses names
 of the module defining a linked symbol (or of the package right above it)
-exercises it too, through code the PR did not change. The code under test also carries
-the options the change adds, with their defaults, and what the test patch sets options to
+exercises it too, through code the PR did not change. Beside these, the code under test
+carries the options the change adds, with their defaults, and what the test patch sets options to
 (:mod:`probe_builder.promises.settings`), so that a promise about an option the tests
 leave off is not judged on tests that run the code without it. When the quote shares
 no word with any changed symbol, every changed symbol is linked weakly: the
