@@ -1,7 +1,7 @@
 """What a PR's test patch sets options to: keyword arguments, dictionary keys, attributes
 assigned, command-line flags and ``key=value`` overrides, each with the value it is given.
 
-A promise about an option (``--enable-msc``, `calculate_sum_pi_squared`) is run only where
+A promise about an option (``--enable-fused-sampler``, ``use_fused_topk``) is run only where
 something turns the option on; a test that builds the code with the option left at an off
 default, or sets it off by hand, runs the code without what the promise adds. The readings
 here are of the whole text of each Python file of the test patch (a fixture or a module's
@@ -48,7 +48,7 @@ def is_off(value: str | None) -> bool:
 
 def last_key(name: str) -> str:
     """An option's name as code reads it: the last part of a dotted key, a command-line
-    flag's dashes as underscores (``--enable-msc`` is ``enable_msc``)."""
+    flag's dashes as underscores (``--enable-fused-sampler`` is ``enable_fused_sampler``)."""
     return name.lstrip("-").rsplit(".", 1)[-1].replace("-", "_")
 
 
@@ -87,7 +87,7 @@ def settings_in_source(path: str, tree: ast.Module) -> list[Setting]:
     """The options a Python file sets: keyword arguments of calls, entries of dictionaries
     keyed by a string, attributes and string subscripts assigned, ``setattr`` with a
     string name, and overrides and flags spelled in its strings (``"actor.use_x=True"``,
-    ``"--enable-msc"``; a list of strings is read as one command line, so that
+    ``"--enable-fused-sampler"``; a list of strings is read as one command line, so that
     ``["--workers", "0"]`` gives the flag its value)."""
     found: list[Setting] = []
     read: set[int] = set()  # the strings of an argument list, read together

@@ -748,7 +748,7 @@ def _golden_run(
 
 
 # A quote that speaks of an option's off side itself ("with `fuse=False`", "disable the
-# cache", "irrespective of `perform_initialization`"): a test that sets the option off runs
+# cache", "irrespective of `init_weights`"): a test that sets the option off runs
 # what it promises.
 SPEAKS_OF_OFF = re.compile(
     r"\b(false|none|null|disabl\w*|without|off|opt(s|ed|ing)?[- ]out|no longer|irrespective"
@@ -761,8 +761,9 @@ _OPTION_NAME = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
 
 def named_options(quote: str) -> frozenset[str]:
     """The option names a quote spells as code reads them: lower-case snake_case or dotted
-    names (``calculate_sum_pi_squared``, ``tiled_mlp.enabled``) and command-line flags
-    (``--enable-msc`` as ``enable_msc``); a CamelCase name is a class, not an option."""
+    names (``use_fused_topk``, ``sampler.fused.enabled``) and command-line flags
+    (``--enable-fused-sampler`` as ``enable_fused_sampler``); a CamelCase name is a class,
+    not an option."""
     found = {last_key(flag) for flag in _DASHED.findall(quote)}
     found |= {
         name

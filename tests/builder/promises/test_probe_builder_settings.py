@@ -29,7 +29,7 @@ def engine(monkeypatch):
 def test_run(engine):
     engine.config.overlap_grad_reduce = True
     engine.config["pin_memory"] = None
-    run(["--enable-msc", "--num-workers", "0", "trainer.resume_mode=disable"])
+    run(["--enable-fused-sampler", "--num-workers", "0", "trainer.resume_mode=disable"])
 """
 
 
@@ -44,7 +44,7 @@ def test_every_way_a_python_test_file_sets_an_option_is_read():
         ("max_tokens", "8"),
         ("overlap_grad_reduce", "True"),
         ("pin_memory", "None"),
-        ("enable_msc", "True"),
+        ("enable_fused_sampler", "True"),
         ("num_workers", "0"),
         ("resume_mode", "disable"),
     }
@@ -72,5 +72,5 @@ def test_values_that_turn_an_option_on(value):
 
 
 def test_an_option_is_named_as_code_reads_it():
-    assert last_key("--enable-msc") == "enable_msc"
+    assert last_key("--enable-fused-sampler") == "enable_fused_sampler"
     assert last_key("actor.optim.use_x") == "use_x"
